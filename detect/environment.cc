@@ -1,0 +1,42 @@
+#include "detect/environment.h"
+
+#include <unistd.h>
+
+#include "detect/devices.h"
+#include "detect/http_get.h"
+
+extern char** environ;
+
+namespace distrun {
+
+const std::string* Environment::Get(std::string_view name) const {
+  auto it = vars.find(name);
+  return it == vars.end() ? nullptr : &it->second;
+}
+
+std::string Environment::GetOr(std::string_view name, std::string_view fallback) const {
+  const std::string* value = Get(name);
+  return value ? *value : std::string(fallback);
+}
+
+std::filesystem::path Environment::Path(std::string_view p) const {
+  std::filesystem::path relative(p);
+  return root / relative.relative_path();
+}
+
+Environment Environment::FromProcess() {
+  Environment env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view kv(*entry);
+    size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.vars.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) == 0) env.hostname = name;
+  env.http_get = HttpGetBlocking;
+  env.cuda_query = QueryCudaDriver;
+  return env;
+}
+
+}  // namespace distrun

@@ -1,0 +1,11 @@
+// Placeholder until the detector lands: reports the method as absent.
+#include "detect/detector.h"
+
+namespace distrun {
+
+Detector K8sDetector() {
+  return {"k8s", [](const Environment&) { return std::vector<std::string>{"(not built yet)"}; },
+          [](const Environment&) { return Topology{}; }};
+}
+
+}  // namespace distrun

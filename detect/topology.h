@@ -1,0 +1,47 @@
+#pragma once
+// What detection learned: the shape of the job and this process's place in it. Pure data.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace distrun {
+
+enum class LaunchMode {
+  kPerTask,  // the launcher made one distrun per worker: run exactly one worker with the detected id
+  kPerNode,  // one distrun per node: spawn the node's workers
+};
+
+const char* LaunchModeName(LaunchMode mode);
+
+struct Topology {
+  std::string method;  // "slurm", "ompi", "pmi", "tpu", "k8s", "torchelastic", "lsf", "flux", "local"
+
+  // Where distrun's runtime service runs (the host of local rank 0 on the coordinator node). The port is
+  // empty when the method gives no job identity to derive one from; the plan then picks one.
+  std::string coordinator_host;
+  std::optional<int> coordinator_port;
+
+  LaunchMode launch_mode = LaunchMode::kPerNode;  // the mode the launcher's layout implies
+  int num_nodes = 1;
+  int node_rank = 0;
+  std::vector<std::string> hosts;  // the job's hosts in node order (may be empty when unknown)
+
+  // The launcher's processes (tasks/ranks): how many in the job, which one this is, and its place on the
+  // node. In per-node layouts these describe the distrun processes, one per node.
+  int num_tasks = 1;
+  int task_id = 0;
+  int local_task = 0;
+  int local_tasks = 1;
+
+  // Devices this process may use, as tokens exactly as given ("0", "GPU-8c3d…", "MIG-…"). Empty when
+  // nothing narrows them (the plan then uses the GPUs discovered on the node, or none).
+  std::vector<std::string> visible_devices;
+  std::string device_variable;  // which variable visible_devices came from, for messages
+
+  std::string job_id;  // the launcher's job identity, for the run id and the coordinator port
+  std::optional<int> slice_index;  // TPU multislice
+  std::vector<std::string> warnings;
+};
+
+}  // namespace distrun

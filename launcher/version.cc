@@ -1,0 +1,7 @@
+#include "launcher/version.h"
+
+namespace distrun {
+
+const char* Version() { return DISTRUN_VERSION; }
+
+}  // namespace distrun

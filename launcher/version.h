@@ -1,0 +1,7 @@
+#pragma once
+
+namespace distrun {
+
+const char* Version();
+
+}  // namespace distrun

@@ -1,0 +1,45 @@
+#include "test_support.h"
+
+#include <fstream>
+#include <stdexcept>
+
+namespace distrun::testing {
+
+Environment MakeEnv(std::initializer_list<std::pair<std::string, std::string>> vars) {
+  Environment env;
+  for (const auto& [name, value] : vars) env.vars[name] = value;
+  env.hostname = "testhost";
+  return env;
+}
+
+std::string FixturePath(const std::string& relative_path) {
+  return std::string(DISTRUN_FIXTURES_DIR) + "/" + relative_path;
+}
+
+std::vector<std::pair<std::string, std::string>> ReadFixtureLines(const std::string& relative_path) {
+  std::ifstream in(FixturePath(relative_path));
+  if (!in) throw std::runtime_error("cannot open fixture " + FixturePath(relative_path));
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    lines.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return lines;
+}
+
+Environment LoadFixtureEnv(const std::string& relative_path, const std::string& prefix) {
+  Environment env;
+  env.hostname = "testhost";
+  for (auto [name, value] : ReadFixtureLines(relative_path)) {
+    if (!prefix.empty()) {
+      if (name.rfind(prefix, 0) != 0) continue;
+      name = name.substr(prefix.size());
+    }
+    env.vars[name] = value;
+  }
+  return env;
+}
+
+}  // namespace distrun::testing

@@ -1,0 +1,26 @@
+#pragma once
+// Helpers shared by unit tests: build Environments from literals and from recorded fixture files.
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detect/environment.h"
+
+namespace distrun::testing {
+
+// An environment with exactly these variables, hostname "testhost", no network and no CUDA driver.
+Environment MakeEnv(std::initializer_list<std::pair<std::string, std::string>> vars);
+
+// Reads "NAME=value" lines of a fixture under ../shared/fixtures (e.g. "mpi-standalone/ompi-env-rank0.txt").
+// `prefix` strips a line prefix such as "BATCH: "; lines without it are skipped when it is non-empty.
+Environment LoadFixtureEnv(const std::string& relative_path, const std::string& prefix = "");
+
+// For fixtures that interleave several tasks' sorted lines (srun-n4-env.txt): every value of each
+// variable, in file order.
+std::vector<std::pair<std::string, std::string>> ReadFixtureLines(const std::string& relative_path);
+
+std::string FixturePath(const std::string& relative_path);
+
+}  // namespace distrun::testing
