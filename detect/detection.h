@@ -18,6 +18,8 @@ struct ExplicitTopology {
   std::optional<int> coordinator_port;
   std::optional<int> num_processes;
   std::optional<int> process_id;
+  std::optional<int> num_nodes;
+  std::optional<int> node_rank;
   std::optional<std::vector<std::string>> local_device_ids;
 };
 

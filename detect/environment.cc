@@ -1,5 +1,6 @@
 #include "detect/environment.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "detect/devices.h"
@@ -34,6 +35,9 @@ Environment Environment::FromProcess() {
   }
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) == 0) env.hostname = name;
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  env.cpu_count = sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : 1;
   env.http_get = HttpGetBlocking;
   env.cuda_query = QueryCudaDriver;
   return env;

@@ -32,9 +32,9 @@ using HttpGet = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
 // One GPU as the CUDA driver reports it.
 struct GpuInfo {
-  int ordinal = 0;          // CUDA device ordinal, in the driver's (visible) order
-  std::string uuid;         // "GPU-..." or "MIG-..."
-  std::string pci_bus_id;   // "0000:3b:00.0"
+  int ordinal = 0;         // CUDA device ordinal, in the driver's (visible) order
+  std::string uuid;        // "GPU-..." or "MIG-..."
+  std::string pci_bus_id;  // "0000:3b:00.0"
   std::string name;
 };
 
@@ -47,6 +47,7 @@ struct Environment {
   std::filesystem::path root = "/";  // file-system root for /proc, /sys and /dev look-ups
   HttpGet http_get;                  // empty: no network access
   CudaQuery cuda_query;              // empty: no CUDA driver
+  int cpu_count = 1;                 // CPUs this process may run on (its affinity mask)
 
   // Value of a variable, or nullptr when unset. An empty value counts as set.
   const std::string* Get(std::string_view name) const;

@@ -18,8 +18,7 @@ int ParseCount(std::string_view what, std::string_view value) {
   const char* last = value.data() + value.size();
   bool digits_only = !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
   auto [ptr, ec] = std::from_chars(first, last, parsed);
-  if (!digits_only || ec != std::errc() || ptr != last ||
-      parsed > std::numeric_limits<int>::max()) {
+  if (!digits_only || ec != std::errc() || ptr != last || parsed > std::numeric_limits<int>::max()) {
     throw UsageError(std::string(what) + "=" + Quote(value) +
                      " is not a non-negative integer; set it to a decimal number such as 0 or 4");
   }
@@ -27,8 +26,8 @@ int ParseCount(std::string_view what, std::string_view value) {
 }
 
 int ParsePort(std::string_view what, std::string_view value) {
-  bool digits_only = !value.empty() && value.size() <= 5 &&
-                     value.find_first_not_of("0123456789") == std::string_view::npos;
+  bool digits_only =
+      !value.empty() && value.size() <= 5 && value.find_first_not_of("0123456789") == std::string_view::npos;
   int port = digits_only ? ParseCount(what, value) : 0;
   if (port < 1 || port > 65535) {
     throw UsageError(std::string(what) + "=" + Quote(value) +

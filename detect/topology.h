@@ -39,7 +39,7 @@ struct Topology {
   std::vector<std::string> visible_devices;
   std::string device_variable;  // which variable visible_devices came from, for messages
 
-  std::string job_id;  // the launcher's job identity, for the run id and the coordinator port
+  std::string job_id;              // the launcher's job identity, for the run id and the coordinator port
   std::optional<int> slice_index;  // TPU multislice
   std::vector<std::string> warnings;
 };

@@ -1,2 +1,82 @@
-// Placeholder entry point until the CLI lands.
-int main() { return 0; }
+// distrun's entry point: wires environment → options → topology → plan → action.
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "detect/detection.h"
+#include "detect/environment.h"
+#include "detect/errors.h"
+#include "launcher/command_line.h"
+#include "launcher/config_file.h"
+#include "launcher/detect_report.h"
+#include "launcher/options.h"
+#include "launcher/plan.h"
+#include "launcher/version.h"
+
+namespace distrun {
+namespace {
+
+constexpr int kUsageExit = 2;
+
+void PrintWarnings(const Plan& plan) {
+  for (const auto& w : plan.warnings) std::fprintf(stderr, "distrun: warning: %s\n", w.c_str());
+}
+
+int Run(int argc, const char* const* argv) {
+  CommandLine cl = ParseCommandLine(argc, argv);
+  if (cl.action == Action::kHelp) {
+    std::fputs(cl.help_text.c_str(), stdout);
+    return 0;
+  }
+  if (cl.action == Action::kVersion) {
+    std::printf("distrun %s\n", Version());
+    return 0;
+  }
+  Environment env = Environment::FromProcess();
+  std::optional<std::string> config_path = cl.config_path;
+  if (!config_path) {
+    if (const std::string* p = env.Get("DISTRUN_CONFIG")) config_path = *p;
+  }
+  ConfigFile config = LoadConfigFile(config_path, "distrun.yaml");
+  Options options = ResolveOptions(cl.flags, env.vars, config.values);
+  options.command = !cl.command.empty() ? cl.command : config.command;
+
+  Topology topology = DetectTopology(env, options.topology);
+  LocalLayout layout = ComputeLocalLayout(topology, options, env);
+  JobAssignment assignment = ProvisionalAssignment(topology, layout, options);
+  Plan plan = MakePlan(topology, layout, assignment, options, env);
+
+  if (cl.action == Action::kDetect || cl.action == Action::kDryRun) {
+    if (options.format == DetectFormat::kText || options.format == DetectFormat::kEnv) PrintWarnings(plan);
+    std::string report = RenderDetectReport(plan, options);
+    if (cl.action == Action::kDryRun && options.format == DetectFormat::kText) {
+      std::string cmd;
+      for (const auto& a : options.command) cmd += (cmd.empty() ? "" : " ") + a;
+      report += "command           " + (cmd.empty() ? std::string("(none)") : cmd) + "\n";
+    }
+    std::fputs(report.c_str(), stdout);
+    return 0;
+  }
+  if (options.command.empty()) {
+    throw UsageError(
+        "no command to run; give one after -- (distrun -- python train.py), set 'command:' in "
+        "distrun.yaml, or use --detect");
+  }
+  throw UsageError("launching workers is not available in this version; use --detect or --dry-run");
+}
+
+}  // namespace
+}  // namespace distrun
+
+int main(int argc, char** argv) {
+  try {
+    return distrun::Run(argc, argv);
+  } catch (const distrun::UsageError& e) {
+    std::fprintf(stderr, "distrun: error: %s\n", e.what());
+    return distrun::kUsageExit;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "distrun: internal error: %s; please report it\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,158 @@
+#include "detect/detection.h"
+
+#include <algorithm>
+
+#include "detect/detector.h"
+#include "detect/devices.h"
+#include "detect/errors.h"
+#include "detect/parse.h"
+#include "detect/proxy_check.h"
+
+namespace distrun {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names, std::string_view sep) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += sep;
+    out += n;
+  }
+  return out;
+}
+
+Topology LocalTopology(const Environment& env) {
+  Topology t;
+  t.method = "local";
+  t.coordinator_host = "127.0.0.1";
+  t.launch_mode = LaunchMode::kPerNode;
+  t.hosts = {env.hostname.empty() ? std::string("localhost") : env.hostname};
+  return t;
+}
+
+const Detector* FindDetector(std::string_view name) {
+  for (const Detector& d : ClusterDetectors()) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+// A batch script that runs distrun without srun looks like rank 0 of a job but nothing else runs.
+void WarnIfSlurmBatchStep(const Environment& env, Topology& t) {
+  if (t.method == "slurm" || !env.Has("SLURM_JOB_ID") || env.Has("SLURM_STEP_NODELIST")) return;
+  if (!env.Has("SLURM_PROCID")) return;  // salloc shell: no task ids at all
+  t.warnings.push_back(
+      "SLURM_JOB_ID=" + env.GetOr("SLURM_JOB_ID", "") +
+      " is set but no srun step is (SLURM_STEP_NODELIST is unset): this is the batch script itself, "
+      "so distrun runs on this node alone; launch it with `srun distrun ...` to use the whole allocation");
+}
+
+bool IsLoopbackName(std::string_view host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.") || host == "ip6-localhost";
+}
+
+void ApplyExplicitValues(const ExplicitTopology& ex, Topology& t) {
+  if (ex.coordinator_address) {
+    HostPort hp = ParseHostPort("--coordinator-address", *ex.coordinator_address);
+    t.coordinator_host = hp.host;
+    if (hp.port) t.coordinator_port = hp.port;
+  }
+  if (ex.coordinator_port) t.coordinator_port = ex.coordinator_port;
+  if (ex.num_nodes) {
+    if (*ex.num_nodes < 1) throw UsageError("--num-nodes=0 is not allowed; give at least 1");
+    t.num_nodes = *ex.num_nodes;
+    if (t.hosts.size() != static_cast<size_t>(t.num_nodes)) t.hosts.clear();
+  }
+  if (ex.node_rank) t.node_rank = *ex.node_rank;
+  if (ex.num_nodes || ex.node_rank) {
+    RequireBelow("--node-rank", t.node_rank, "--num-nodes", t.num_nodes);
+  }
+  if (ex.num_processes) {
+    if (*ex.num_processes < 1) throw UsageError("--num-processes=0 is not allowed; give at least 1");
+    t.num_tasks = *ex.num_processes;
+  }
+  if (ex.process_id) {
+    t.task_id = *ex.process_id;
+    // An explicit process id means the user runs one distrun per worker.
+    if (t.method == "explicit") {
+      t.launch_mode = LaunchMode::kPerTask;
+      if (!ex.num_nodes) t.num_nodes = t.num_tasks;
+      if (!ex.node_rank) t.node_rank = t.task_id;
+      if (static_cast<size_t>(t.num_nodes) != t.hosts.size()) t.hosts.clear();
+    }
+  }
+  if (ex.num_processes || ex.process_id) {
+    RequireBelow("--process-id", t.task_id, "--num-processes", t.num_tasks);
+  }
+  if (ex.local_device_ids) {
+    t.visible_devices = *ex.local_device_ids;
+    t.device_variable = "--local-device-ids";
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> DetectionMethodNames() {
+  std::vector<std::string> names = {"auto", "deactivate", "local"};
+  for (const Detector& d : ClusterDetectors()) names.emplace_back(d.name);
+  return names;
+}
+
+Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
+  Topology t;
+  if (ex.method == "auto") {
+    t = LocalTopology(env);
+    for (const Detector& d : ClusterDetectors()) {
+      if (d.missing(env).empty()) {
+        t = d.detect(env);
+        t.method = std::string(d.name);
+        break;
+      }
+    }
+  } else if (ex.method == "deactivate") {
+    t = LocalTopology(env);
+    t.method = "explicit";
+  } else if (ex.method == "local") {
+    t = LocalTopology(env);
+  } else {
+    const Detector* d = FindDetector(ex.method);
+    if (d == nullptr) {
+      throw UsageError("--cluster-detection-method='" + ex.method + "' is not a known method; use one of " +
+                       JoinNames(DetectionMethodNames(), ", "));
+    }
+    std::vector<std::string> missing = d->missing(env);
+    if (!missing.empty()) {
+      throw UsageError("--cluster-detection-method=" + ex.method +
+                       " was named but its environment is absent: " + JoinNames(missing, ", ") +
+                       " not set; run distrun under that launcher or pick another method");
+    }
+    t = d->detect(env);
+    t.method = ex.method;
+  }
+
+  WarnIfSlurmBatchStep(env, t);
+
+  // A variable that narrows this process's devices wins over what the detector inferred (for example
+  // SLURM_STEP_GPUS), because it is what CUDA inside the workers will see.
+  if (auto visible = ReadVisibleDevices(env)) {
+    t.visible_devices = visible->tokens;
+    t.device_variable = visible->variable;
+  }
+  ApplyExplicitValues(ex, t);
+
+  if (t.coordinator_host.empty()) {
+    throw UsageError("the " + t.method + " ranks span " + std::to_string(t.num_nodes > 1 ? t.num_nodes : 2) +
+                     "+ hosts and the environment does not say which host runs rank 0; give "
+                     "--coordinator-address HOST (or DISTRUN_COORDINATOR_ADDRESS) naming the host of rank 0");
+  }
+
+  if (t.num_nodes > 1 && IsLoopbackName(t.coordinator_host)) {
+    t.warnings.push_back(
+        "coordinator address '" + t.coordinator_host + "' is a loopback name but the job spans " +
+        std::to_string(t.num_nodes) +
+        " hosts; other hosts cannot reach it: give --coordinator-address HOST with a routable name");
+  }
+  for (std::string& w : ProxyWarnings(env, t.coordinator_host)) t.warnings.push_back(std::move(w));
+  return t;
+}
+
+}  // namespace distrun

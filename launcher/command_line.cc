@@ -1,0 +1,120 @@
+#include "launcher/command_line.h"
+
+#include <CLI/CLI.hpp>
+
+#include "detect/errors.h"
+
+namespace distrun {
+namespace {
+
+constexpr const char* kUsage =
+    "distrun: launch and supervise distributed GPU jobs on Slurm, MPI, TPU, Kubernetes or one machine.\n\n"
+    "Usage:\n"
+    "  distrun [OPTIONS] -- COMMAND [ARGS...]    spawn workers for COMMAND and supervise them\n"
+    "  distrun --detect [--format FORMAT]        print the detected topology and the per-worker plan\n"
+    "  distrun --dry-run [OPTIONS] -- COMMAND     print the plan for COMMAND and exit\n\n"
+    "Every option can also be set as an environment variable DISTRUN_<NAME> (dashes become underscores)\n"
+    "or as a key <name> (underscores) in the config file; a flag wins over the variable, the variable over\n"
+    "the file. Exit codes: 0 success, 2 usage or configuration error, else the failing worker's code.";
+
+struct Parser {
+  CLI::App app{kUsage, "distrun"};
+  bool detect = false;
+  bool dry_run = false;
+  bool version = false;
+  std::string config;
+  std::vector<std::string> values;  // one slot per option table row
+  std::vector<CLI::Option*> opts;
+
+  Parser() {
+    app.set_help_flag("-h,--help", "print this help and exit");
+    app.add_flag("--detect", detect, "print the detected topology and per-worker plan, then exit");
+    app.add_flag("--dry-run", dry_run, "print the plan for the command, then exit without starting it");
+    app.add_flag("--version", version, "print the version and built-in features, then exit");
+    app.add_option("--config", config, "YAML config file (default: ./distrun.yaml if present)")
+        ->type_name("FILE");
+    const auto& table = OptionTable();
+    values.resize(table.size());
+    for (size_t i = 0; i < table.size(); ++i) {
+      const OptionSpec& spec = table[i];
+      std::string description =
+          std::string(spec.help) + " [env " + EnvNameFor(spec.name) + ", key " + ConfigKeyFor(spec.name) +
+          (spec.default_value ? std::string(", default ") + spec.default_value : "") + "]";
+      opts.push_back(app.add_option(std::string("--") + spec.name, values[i], description)
+                         ->type_name(spec.value_name)
+                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast));
+    }
+    app.get_formatter()->column_width(34);
+  }
+};
+
+}  // namespace
+
+std::string HelpText() {
+  Parser p;
+  return p.app.help();
+}
+
+CommandLine ParseCommandLine(int argc, const char* const* argv) {
+  CommandLine cl;
+  // Everything after the first "--" is the worker command, untouched.
+  std::vector<std::string> own;
+  bool after_dashes = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (after_dashes) {
+      cl.command.push_back(arg);
+    } else if (arg == "--") {
+      after_dashes = true;
+    } else {
+      own.push_back(arg);
+    }
+  }
+
+  Parser p;
+  p.app.prefix_command(true);  // a first non-option word starts the command: `distrun python train.py`
+  try {
+    std::vector<std::string> reversed(own.rbegin(), own.rend());
+    p.app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    cl.action = Action::kHelp;
+    cl.help_text = p.app.help();
+    return cl;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.find("not expected") != std::string::npos || what.find("xtras") != std::string::npos) {
+      throw UsageError(what + "; run `distrun --help` for the options, and put the command after --");
+    }
+    throw UsageError(what + "; run `distrun --help` for the expected value");
+  }
+  std::vector<std::string> rest = p.app.remaining();
+  if (!rest.empty()) {
+    if (!rest.front().empty() && rest.front()[0] == '-') {
+      throw UsageError("unknown option '" + rest.front() + "'; run `distrun --help` for the options");
+    }
+    if (!cl.command.empty()) {
+      throw UsageError("'" + rest.front() +
+                       "' given before -- and a command after it; put the whole command after --");
+    }
+    cl.command = rest;
+  }
+
+  const auto& table = OptionTable();
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (p.opts[i]->count() > 0)
+      cl.flags[table[i].name] = RawValue{p.values[i], std::string("--") + table[i].name};
+  }
+  if (!p.config.empty()) cl.config_path = p.config;
+  int actions = int(p.detect) + int(p.dry_run) + int(p.version);
+  if (actions > 1) throw UsageError("--detect, --dry-run and --version exclude each other; give one");
+  if (p.version) cl.action = Action::kVersion;
+  if (p.detect) cl.action = Action::kDetect;
+  if (p.dry_run) cl.action = Action::kDryRun;
+  if (cl.action == Action::kDetect && !cl.command.empty()) {
+    throw UsageError("--detect takes no command (got '" + cl.command.front() +
+                     "'); use --dry-run -- COMMAND to see the plan for a command");
+  }
+  return cl;
+}
+
+}  // namespace distrun

@@ -1,0 +1,133 @@
+#include "launcher/config_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "detect/errors.h"
+
+namespace distrun {
+namespace {
+
+std::string Where(const std::string& path, const YAML::Mark& mark) {
+  return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string Suggestion(const std::string& key) {
+  std::string best;
+  size_t best_distance = 4;
+  for (const OptionSpec& spec : OptionTable()) {
+    std::string candidate = ConfigKeyFor(spec.name);
+    size_t d = EditDistance(key, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best.empty() ? "" : "did you mean '" + best + "'? ";
+}
+
+std::string ScalarText(const YAML::Node& node, const std::string& where, const std::string& key) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsSequence()) {
+    std::string joined;
+    for (const auto& item : node) {
+      if (!item.IsScalar()) {
+        throw UsageError(Where(where, item.Mark()) + ": '" + key + "' must be a value or a list of values");
+      }
+      joined += (joined.empty() ? "" : ",") + item.Scalar();
+    }
+    return joined;
+  }
+  throw UsageError(where + ": '" + key + "' must be a value or a list of values, not a map or null");
+}
+
+}  // namespace
+
+ConfigFile ParseConfigText(const std::string& text, const std::string& path) {
+  ConfigFile config;
+  config.path = path;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UsageError(Where(path, e.mark) + ": invalid YAML: " + e.msg + "; fix the syntax");
+  }
+  if (root.IsNull()) return config;  // an empty file sets nothing
+  if (!root.IsMap()) {
+    throw UsageError(Where(path, root.Mark()) +
+                     ": the config must be a map of keys such as 'nproc_per_node: 4'");
+  }
+  for (const auto& entry : root) {
+    const YAML::Node& key_node = entry.first;
+    const YAML::Node& value = entry.second;
+    std::string key = key_node.Scalar();
+    std::string where = Where(path, key_node.Mark());
+    if (key == "command") {
+      if (value.IsScalar()) {
+        // A string is a shell command line, as users write it in job scripts.
+        config.command = {"/bin/sh", "-c", value.Scalar()};
+      } else if (value.IsSequence() && value.size() > 0) {
+        for (const auto& item : value) {
+          if (!item.IsScalar())
+            throw UsageError(Where(path, item.Mark()) + ": 'command' items must be strings");
+          config.command.push_back(item.Scalar());
+        }
+      } else {
+        throw UsageError(where + ": 'command' must be a string or a non-empty list of strings");
+      }
+      continue;
+    }
+    const OptionSpec* match = nullptr;
+    for (const OptionSpec& spec : OptionTable()) {
+      if (ConfigKeyFor(spec.name) == key) match = &spec;
+    }
+    if (match == nullptr) {
+      throw UsageError(where + ": unknown key '" + key + "'; " + Suggestion(key) +
+                       "see `distrun --help` for the keys (option names with underscores)");
+    }
+    if (value.IsNull())
+      throw UsageError(Where(path, value.Mark()) + ": '" + key +
+                       "' has no value; give one or remove the key");
+    config.values[match->name] =
+        RawValue{ScalarText(value, Where(path, value.Mark()), key), Where(path, value.Mark()) + ": " + key};
+  }
+  return config;
+}
+
+ConfigFile LoadConfigFile(const std::optional<std::string>& explicit_path, const std::string& default_path) {
+  std::string path;
+  if (explicit_path) {
+    path = *explicit_path;
+  } else if (std::error_code ec; std::filesystem::is_regular_file(default_path, ec)) {
+    path = default_path;
+  } else {
+    return {};
+  }
+  std::ifstream in(path);
+  if (!in) {
+    throw UsageError("--config='" + path + "' cannot be read; check the path and its permissions");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseConfigText(text.str(), path);
+}
+
+}  // namespace distrun

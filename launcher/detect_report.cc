@@ -1,0 +1,168 @@
+#include "launcher/detect_report.h"
+
+#include <cctype>
+
+#include "detect/parse.h"
+
+namespace distrun {
+namespace {
+
+ReportValue Strings(const std::vector<std::string>& items) {
+  ReportList l;
+  for (const auto& s : items) l.emplace_back(s);
+  return l;
+}
+
+ReportValue Ints(const std::vector<int>& items) {
+  ReportList l;
+  for (int i : items) l.emplace_back(i);
+  return l;
+}
+
+ReportValue WorkerReport(const WorkerPlan& w) {
+  ReportMap env;
+  for (const auto& [name, value] : w.env) env.emplace_back(name, value);
+  return ReportMap{{"process_id", w.process_id},
+                   {"local_rank", w.local_rank},
+                   {"local_device_ids", Ints(w.local_device_ids)},
+                   {"device_tokens", Strings(w.device_tokens)},
+                   {"env", std::move(env)}};
+}
+
+ReportValue OptionsReport(const Options& o) {
+  ReportMap m;
+  for (const auto& [name, eff] : o.effective) {
+    m.emplace_back(name, ReportMap{{"value", eff.value}, {"source", OptionSourceName(eff.source)}});
+  }
+  return m;
+}
+
+std::string Upper(std::string s) {
+  for (char& c : s) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string TextReport(const Plan& plan) {
+  const Topology& t = plan.topology;
+  const JobAssignment& a = plan.assignment;
+  const bool per_task = plan.layout.mode == LaunchMode::kPerTask;
+  std::string hosts;
+  for (const auto& h : t.hosts) hosts += (hosts.empty() ? "" : " ") + h;
+  std::string out;
+  auto line = [&out](const std::string& label, const std::string& value) {
+    out += label + std::string(label.size() < 18 ? 18 - label.size() : 1, ' ') + value + "\n";
+  };
+  line("method", t.method + " (" + LaunchModeName(plan.layout.mode) + ")");
+  line("coordinator", a.coordinator_address);
+  line("processes", std::to_string(a.num_processes) + " in the job, " +
+                        std::to_string(plan.layout.local_workers) + " started here");
+  line("nodes", std::to_string(a.num_nodes) + ", this is node " + std::to_string(a.node_rank));
+  if (per_task) {
+    line("process id", std::to_string(t.task_id) + " (local rank " + std::to_string(t.local_task) + " of " +
+                           std::to_string(t.local_tasks) + ")");
+  }
+  line("hosts", hosts.empty() ? "(known after rendezvous)" : hosts);
+  std::string devices;
+  for (const auto& d : plan.layout.node_devices) devices += (devices.empty() ? "" : ",") + d;
+  line("devices", devices.empty() ? "none (" +
+                                        (plan.layout.device_source == "none" ? std::string("no GPU found")
+                                                                             : plan.layout.device_source) +
+                                        ")"
+                                  : devices + " (" + plan.layout.device_source + ")");
+  if (t.slice_index) line("slice", std::to_string(*t.slice_index));
+  out += "workers\n";
+  for (const WorkerPlan& w : plan.workers) {
+    std::string devs;
+    for (const auto& d : w.device_tokens) devs += (devs.empty() ? "" : ",") + d;
+    out += "  rank " + std::to_string(w.process_id) + "  local rank " + std::to_string(w.local_rank) +
+           "  devices " + (devs.empty() ? "-" : devs) + "\n";
+    for (const auto& [name, value] : w.env) out += "    " + name + "=" + value + "\n";
+  }
+  return out;
+}
+
+void FlattenEnv(const std::string& prefix, const ReportValue& v, std::string& out) {
+  if (auto* m = std::get_if<ReportMap>(&v.value)) {
+    for (const auto& [key, child] : *m) FlattenEnv(prefix + "_" + Upper(key), child, out);
+  } else if (auto* l = std::get_if<ReportList>(&v.value)) {
+    std::string joined;
+    for (const auto& item : *l) {
+      if (auto* s = std::get_if<std::string>(&item.value)) joined += (joined.empty() ? "" : ",") + *s;
+      if (auto* i = std::get_if<long long>(&item.value))
+        joined += (joined.empty() ? "" : ",") + std::to_string(*i);
+    }
+    out += "export " + prefix + "=" + ShellQuote(joined) + "\n";
+  } else if (auto* s = std::get_if<std::string>(&v.value)) {
+    out += "export " + prefix + "=" + ShellQuote(*s) + "\n";
+  } else if (auto* i = std::get_if<long long>(&v.value)) {
+    out += "export " + prefix + "=" + std::to_string(*i) + "\n";
+  } else if (auto* b = std::get_if<bool>(&v.value)) {
+    out += "export " + prefix + "=" + (*b ? "1" : "0") + "\n";
+  } else {
+    out += "unset " + prefix + "\n";
+  }
+}
+
+// `eval "$(distrun --detect --format env)"`: the job's shape as DISTRUN_DETECT_* and, with one worker (the
+// per-task case), that worker's variables under their own names so the shell becomes the worker;
+// with several workers each worker's variables are prefixed DISTRUN_WORKER_<i>_.
+std::string EnvReport(const Plan& plan, const ReportValue& report) {
+  std::string out;
+  for (const auto& w : plan.warnings) out += "# warning: " + w + "\n";
+  for (const auto& [key, child] : std::get<ReportMap>(report.value)) {
+    if (key == "workers" || key == "warnings" || key == "options") continue;
+    FlattenEnv("DISTRUN_DETECT_" + Upper(key), child, out);
+  }
+  for (size_t i = 0; i < plan.workers.size(); ++i) {
+    std::string prefix = plan.workers.size() == 1 ? "" : "DISTRUN_WORKER_" + std::to_string(i) + "_";
+    for (const auto& [name, value] : plan.workers[i].env)
+      out += "export " + prefix + name + "=" + ShellQuote(value) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
+  const Topology& t = plan.topology;
+  const JobAssignment& a = plan.assignment;
+  const bool per_task = plan.layout.mode == LaunchMode::kPerTask;
+  ReportList workers;
+  for (const WorkerPlan& w : plan.workers) workers.push_back(WorkerReport(w));
+  ReportMap m = {
+      {"method", t.method},
+      {"launch_mode", LaunchModeName(plan.layout.mode)},
+      {"coordinator_address", a.coordinator_address},
+      {"num_processes", a.num_processes},
+      {"num_nodes", a.num_nodes},
+      {"node_rank", a.node_rank},
+      {"hosts", Strings(t.hosts)},
+      {"process_id", per_task ? ReportValue(t.task_id) : ReportValue(nullptr)},
+      {"local_rank", per_task ? ReportValue(t.local_task) : ReportValue(nullptr)},
+      {"local_world_size", per_task ? t.local_tasks : plan.layout.local_workers},
+      {"local_devices", Strings(plan.layout.node_devices)},
+      {"device_source", plan.layout.device_source},
+      {"run_id", a.run_id},
+      {"slice_index", t.slice_index ? ReportValue(*t.slice_index) : ReportValue(nullptr)},
+      {"workers", std::move(workers)},
+      {"warnings", Strings(plan.warnings)},
+      {"options", OptionsReport(options)},
+  };
+  return m;
+}
+
+std::string RenderDetectReport(const Plan& plan, const Options& options) {
+  switch (options.format) {
+    case DetectFormat::kJson:
+      return ToJson(BuildDetectReport(plan, options));
+    case DetectFormat::kYaml:
+      return ToYaml(BuildDetectReport(plan, options));
+    case DetectFormat::kEnv:
+      return EnvReport(plan, BuildDetectReport(plan, options));
+    case DetectFormat::kText:
+      return TextReport(plan);
+  }
+  return TextReport(plan);
+}
+
+}  // namespace distrun

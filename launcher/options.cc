@@ -1,0 +1,237 @@
+#include "launcher/options.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "detect/devices.h"
+#include "detect/errors.h"
+#include "detect/parse.h"
+
+namespace distrun {
+namespace {
+
+[[noreturn]] void Bad(const std::string& where, const std::string& value, const std::string& expected) {
+  throw UsageError(where + "='" + value + "' is not valid; " + expected);
+}
+
+int PositiveInt(const std::string& where, const std::string& value,
+                const char* expected = "use a number of at least 1") {
+  int n = 0;
+  try {
+    n = ParseCount(where, value);
+  } catch (const UsageError&) {
+    Bad(where, value, expected);
+  }
+  if (n < 1) Bad(where, value, expected);
+  return n;
+}
+
+std::vector<std::string> CommaList(const std::string& where, const std::string& value) {
+  std::vector<std::string> items;
+  for (const std::string& item : Split(value, ',')) {
+    std::string_view t = Trim(item);
+    if (t.empty()) Bad(where, value, "use a comma-separated list without empty items");
+    items.emplace_back(t);
+  }
+  return items;
+}
+
+const std::vector<OptionSpec> kTable = {
+    {"cluster-detection-method", "NAME",
+     "auto (detect), deactivate (use only explicit values), or one of local, ompi, pmi, slurm, tpu, k8s, "
+     "lsf, flux, torchelastic",
+     "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       std::vector<std::string> names = DetectionMethodNames();
+       if (std::find(names.begin(), names.end(), v) == names.end()) {
+         std::string list;
+         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+         Bad(where, v, "use one of " + list);
+       }
+       o.topology.method = v;
+     }},
+    {"coordinator-address", "HOST[:PORT]", "host (and port) of distrun's runtime service", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       ParseHostPort(where, v);
+       o.topology.coordinator_address = v;
+     }},
+    {"coordinator-port", "PORT", "port of distrun's runtime service (default: derived from the job id)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.topology.coordinator_port = ParsePort(where, v);
+     }},
+    {"num-processes", "N", "workers in the whole job (explicit; overrides detection)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.topology.num_processes = PositiveInt(where, v);
+     }},
+    {"process-id", "ID", "this process's id, 0..N-1 (explicit; overrides detection)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.topology.process_id = ParseCount(where, v);
+     }},
+    {"num-nodes", "N", "nodes in the job (explicit; overrides detection)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.topology.num_nodes = PositiveInt(where, v);
+     }},
+    {"node-rank", "ID", "this node's index, 0..N-1 (explicit; overrides detection)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.topology.node_rank = ParseCount(where, v);
+     }},
+    {"local-device-ids", "LIST",
+     "devices this node may use, as tokens: 0,1 or GPU-<uuid>,... (overrides "
+     "CUDA_VISIBLE_DEVICES for planning)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.topology.local_device_ids = ParseDeviceList(where, v);
+     }},
+    {"nproc-per-node", "N|gpu|cpu|auto", "workers per node in per-node mode (auto: one per GPU, or 1)",
+     "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v != "auto" && v != "gpu" && v != "cpu")
+         PositiveInt(where, v, "use a number of at least 1, gpu, cpu or auto");
+       o.nproc_per_node = v;
+     }},
+    {"launch-mode", "auto|per-task|per-node",
+     "per-task: run one worker as the detected process; per-node: spawn the node's workers", "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "auto")
+         o.launch_mode.reset();
+       else if (v == "per-task")
+         o.launch_mode = LaunchMode::kPerTask;
+       else if (v == "per-node")
+         o.launch_mode = LaunchMode::kPerNode;
+       else
+         Bad(where, v, "use auto, per-task or per-node");
+     }},
+    {"gpus-per-worker", "K", "GPUs each worker gets when CUDA_VISIBLE_DEVICES is narrowed", "1",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.gpus_per_worker = PositiveInt(where, v);
+     }},
+    {"device-binding", "auto|none", "auto: narrow each worker's CUDA_VISIBLE_DEVICES; none: leave it", "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v != "auto" && v != "none") Bad(where, v, "use auto or none");
+       o.device_binding = v == "auto";
+     }},
+    {"export", "LIST", "variable families set for workers: any of torch,jax,keras,distrun",
+     "torch,jax,keras,distrun",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.export_torch = o.export_jax = o.export_keras = o.export_distrun = false;
+       for (const std::string& family : CommaList(where, v)) {
+         if (family == "torch")
+           o.export_torch = true;
+         else if (family == "jax")
+           o.export_jax = true;
+         else if (family == "keras")
+           o.export_keras = true;
+         else if (family == "distrun")
+           o.export_distrun = true;
+         else
+           Bad(where, v, "'" + family + "' is not a family; use torch, jax, keras and/or distrun");
+       }
+     }},
+    {"run-id", "ID", "job identity given to workers (default: the launcher's job id, else random)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty() || v.find_first_of(" \t\n'\"\\$`") != std::string::npos) {
+         Bad(where, v, "use letters, digits, '-', '_' or '.'");
+       }
+       o.run_id = v;
+     }},
+    {"max-restarts", "N", "restart all workers up to N times after a failure", "0",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.max_restarts = ParseCount(where, v);
+     }},
+    {"format", "text|json|yaml|env", "output format of --detect and --dry-run", "text",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "text")
+         o.format = DetectFormat::kText;
+       else if (v == "json")
+         o.format = DetectFormat::kJson;
+       else if (v == "yaml")
+         o.format = DetectFormat::kYaml;
+       else if (v == "env")
+         o.format = DetectFormat::kEnv;
+       else
+         Bad(where, v, "use text, json, yaml or env");
+     }},
+    {"log-level", "LEVEL", "distrun's own messages: trace, debug, info, warn, error, off", "info",
+     [](Options& o, const std::string& where, const std::string& v) {
+       static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+       if (std::find(std::begin(kLevels), std::end(kLevels), v) == std::end(kLevels)) {
+         Bad(where, v, "use trace, debug, info, warn, error or off");
+       }
+       o.log_level = v;
+     }},
+};
+
+}  // namespace
+
+const char* OptionSourceName(OptionSource source) {
+  switch (source) {
+    case OptionSource::kDefault:
+      return "default";
+    case OptionSource::kConfig:
+      return "config";
+    case OptionSource::kEnvironment:
+      return "environment";
+    case OptionSource::kFlag:
+      return "flag";
+  }
+  return "default";
+}
+
+const std::vector<OptionSpec>& OptionTable() { return kTable; }
+
+std::string EnvNameFor(const char* option_name) {
+  std::string out = "DISTRUN_";
+  for (const char* c = option_name; *c; ++c) {
+    out += *c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  }
+  return out;
+}
+
+std::string ConfigKeyFor(const char* option_name) {
+  std::string out = option_name;
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+Options ResolveOptions(const RawValues& flags,
+                       const std::map<std::string, std::string, std::less<>>& env_vars,
+                       const RawValues& config) {
+  Options options;
+  for (const OptionSpec& spec : kTable) {
+    std::optional<RawValue> chosen;
+    OptionSource source = OptionSource::kDefault;
+    std::string env_name = EnvNameFor(spec.name);
+    if (auto it = flags.find(spec.name); it != flags.end()) {
+      chosen = it->second;
+      source = OptionSource::kFlag;
+    } else if (auto e = env_vars.find(env_name); e != env_vars.end()) {
+      chosen = RawValue{e->second, env_name};
+      source = OptionSource::kEnvironment;
+    } else if (auto c = config.find(spec.name); c != config.end()) {
+      chosen = c->second;
+      source = OptionSource::kConfig;
+    } else if (spec.default_value != nullptr) {
+      chosen = RawValue{spec.default_value, std::string("default of --") + spec.name};
+    }
+    if (!chosen) continue;
+    spec.apply(options, chosen->where, chosen->value);
+    options.effective[spec.name] = {chosen->value, source};
+  }
+
+  if (auto it = env_vars.find("JAX_COORDINATOR_ADDRESS"); it != env_vars.end() && !it->second.empty()) {
+    HostPort hp = ParseHostPort("JAX_COORDINATOR_ADDRESS", it->second);
+    options.jax_coordinator_host = hp.host;
+    if (hp.port) options.jax_coordinator_port = hp.port;
+    // Without an explicit runtime address, distrun's service runs on the host JAX users named.
+    if (!options.topology.coordinator_address)
+      options.topology.coordinator_address =
+          hp.host.find(':') != std::string::npos ? "[" + hp.host + "]" : hp.host;
+  }
+  if (auto it = env_vars.find("JAX_COORDINATOR_PORT"); it != env_vars.end() && !it->second.empty()) {
+    options.jax_coordinator_port = ParsePort("JAX_COORDINATOR_PORT", it->second);
+  }
+  return options;
+}
+
+}  // namespace distrun

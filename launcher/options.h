@@ -1,0 +1,75 @@
+#pragma once
+// Every user-settable option, resolved from one table into flags, DISTRUN_<NAME> variables and config keys
+// with precedence flag > environment > config file > default.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "detect/detection.h"
+#include "detect/topology.h"
+
+namespace distrun {
+
+enum class OptionSource { kDefault, kConfig, kEnvironment, kFlag };
+const char* OptionSourceName(OptionSource source);
+
+enum class DetectFormat { kText, kJson, kYaml, kEnv };
+
+struct Options {
+  ExplicitTopology topology;              // detection method and explicit values
+  std::string nproc_per_node = "auto";    // N | gpu | cpu | auto
+  std::optional<LaunchMode> launch_mode;  // unset: the launcher's layout decides
+  int gpus_per_worker = 1;
+  bool device_binding = true;  // narrow CUDA_VISIBLE_DEVICES per worker
+  bool export_torch = true, export_jax = true, export_keras = true, export_distrun = true;
+  std::optional<std::string> run_id;
+  int max_restarts = 0;
+  DetectFormat format = DetectFormat::kText;
+  std::string log_level = "info";
+
+  // JAX's own variables, honoured as JAX users expect: they name JAX's coordinator service.
+  std::optional<std::string> jax_coordinator_host;
+  std::optional<int> jax_coordinator_port;
+
+  std::vector<std::string> command;  // after "--", or the config's `command:`
+
+  // For each option name: the effective value as text and where it came from.
+  struct Effective {
+    std::string value;
+    OptionSource source = OptionSource::kDefault;
+  };
+  std::map<std::string, Effective> effective;
+};
+
+// One row of the option table.
+struct OptionSpec {
+  const char* name;        // flag name without dashes: "nproc-per-node"
+  const char* value_name;  // for --help: "N|gpu|cpu|auto"
+  const char* help;
+  const char* default_value;  // nullptr: unset unless given
+  // Parses `value` into `options`; `where` names the input for error messages.
+  void (*apply)(Options& options, const std::string& where, const std::string& value);
+};
+
+const std::vector<OptionSpec>& OptionTable();
+
+// "nproc-per-node" → "DISTRUN_NPROC_PER_NODE" and "nproc_per_node".
+std::string EnvNameFor(const char* option_name);
+std::string ConfigKeyFor(const char* option_name);
+
+// Raw values gathered from one source, keyed by option name, with a description of where each came from
+// (e.g. "--nproc-per-node", "DISTRUN_NPROC_PER_NODE", "distrun.yaml:3:17: nproc_per_node").
+struct RawValue {
+  std::string value;
+  std::string where;
+};
+using RawValues = std::map<std::string, RawValue>;
+
+// Applies defaults, then config, environment and flags in rising precedence.
+Options ResolveOptions(const RawValues& flags,
+                       const std::map<std::string, std::string, std::less<>>& env_vars,
+                       const RawValues& config);
+
+}  // namespace distrun

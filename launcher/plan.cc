@@ -1,0 +1,258 @@
+#include "launcher/plan.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
+#include <tuple>
+
+#include "detect/devices.h"
+#include "detect/errors.h"
+#include "detect/parse.h"
+
+namespace distrun {
+namespace {
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+std::string JoinInts(const std::vector<int>& items) {
+  std::string out;
+  for (int item : items) out += (out.empty() ? "" : ",") + std::to_string(item);
+  return out;
+}
+
+const char* LocalRankVariable(const std::string& method) {
+  if (method == "slurm") return "SLURM_LOCALID";
+  if (method == "ompi") return "OMPI_COMM_WORLD_LOCAL_RANK";
+  if (method == "pmi") return "MPI_LOCALRANKID";
+  if (method == "torchelastic") return "LOCAL_RANK";
+  if (method == "lsf") return "JSM_NAMESPACE_LOCAL_RANK";
+  if (method == "flux") return "FLUX_TASK_LOCAL_ID";
+  return "local rank";
+}
+
+// The devices this distrun may hand out: those a variable (or --local-device-ids) narrows it to, else
+// every GPU found on the node.
+std::pair<std::vector<std::string>, std::string> NodeDevices(const Topology& t, const Environment& env) {
+  if (!t.device_variable.empty()) return {t.visible_devices, t.device_variable};
+  DiscoveredGpus found = DiscoverGpus(env);
+  std::vector<std::string> tokens;
+  for (size_t i = 0; i < found.gpus.size(); ++i) tokens.push_back(std::to_string(i));
+  return {tokens, found.source};
+}
+
+// Devices of worker `slot` when workers take `per_worker` consecutive devices each; workers beyond the
+// supply share them round-robin (a warning says so).
+std::vector<std::string> SliceDevices(const std::vector<std::string>& tokens, int slot, int per_worker) {
+  std::vector<std::string> out;
+  if (tokens.empty()) return out;
+  for (int k = 0; k < per_worker && k < static_cast<int>(tokens.size()); ++k) {
+    out.push_back(tokens[static_cast<size_t>(slot * per_worker + k) % tokens.size()]);
+  }
+  return out;
+}
+
+int WorkersPerNode(const Options& o, const Environment& env, size_t gpu_count, const std::string& source) {
+  const std::string& n = o.nproc_per_node;
+  if (n == "auto")
+    return gpu_count > 0 ? static_cast<int>((gpu_count + static_cast<size_t>(o.gpus_per_worker) - 1) /
+                                            static_cast<size_t>(o.gpus_per_worker))
+                         : 1;
+  if (n == "gpu") {
+    if (gpu_count == 0) {
+      throw UsageError("--nproc-per-node=gpu but no GPU was found (" + source +
+                       "); use --nproc-per-node N or auto on a machine without GPUs");
+    }
+    return static_cast<int>(gpu_count);
+  }
+  if (n == "cpu") return env.cpu_count > 0 ? env.cpu_count : 1;
+  return ParseCount("--nproc-per-node", n);
+}
+
+std::string RandomRunId() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> nibble(0, 15);
+  std::string id;
+  for (int i = 0; i < 12; ++i) id += "0123456789abcdef"[nibble(rd)];
+  return id;
+}
+
+}  // namespace
+
+int PickFreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+LocalLayout ComputeLocalLayout(const Topology& t, const Options& o, const Environment& env) {
+  LocalLayout layout;
+  layout.mode = o.launch_mode.value_or(t.launch_mode);
+  std::tie(layout.node_devices, layout.device_source) = NodeDevices(t, env);
+  const std::vector<std::string>& tokens = layout.node_devices;
+  const std::string& source = layout.device_source;
+  const int gpw = o.gpus_per_worker;
+
+  if (layout.mode == LaunchMode::kPerTask) {
+    layout.local_workers = 1;
+    layout.unit_index = t.task_id;
+    layout.units = t.num_tasks;
+    // Each task either sees only its own devices (srun --gpus-per-task) and keeps them, or sees the
+    // node's devices and takes its share by local rank: never SLURM_LOCALID as a device index blindly.
+    int slot = static_cast<int>(tokens.size()) <= gpw ? 0 : t.local_task;
+    if (!tokens.empty() && static_cast<size_t>((slot + 1) * gpw) > tokens.size()) {
+      layout.warnings.push_back(std::string(LocalRankVariable(t.method)) + "=" +
+                                std::to_string(t.local_task) + " is beyond the " +
+                                std::to_string(tokens.size()) + " GPUs in " + source + "=" + Join(tokens) +
+                                ": tasks on this node will share GPUs; request one GPU per task "
+                                "(srun --gpus-per-task=1) or fewer tasks per node");
+    }
+    layout.worker_devices.push_back(SliceDevices(tokens, slot, gpw));
+  } else {
+    layout.local_workers = WorkersPerNode(o, env, tokens.size(), source);
+    bool one_per_node = t.launch_mode == LaunchMode::kPerNode;
+    layout.unit_index = one_per_node ? t.node_rank : t.task_id;
+    layout.units = one_per_node ? t.num_nodes : t.num_tasks;
+    if (!tokens.empty() && static_cast<size_t>(layout.local_workers * gpw) > tokens.size()) {
+      layout.warnings.push_back(std::to_string(layout.local_workers) + " workers with " +
+                                std::to_string(gpw) + " GPU(s) each need more than the " +
+                                std::to_string(tokens.size()) + " GPUs of this node (" + source +
+                                "): workers will share GPUs; lower "
+                                "--nproc-per-node or --gpus-per-worker");
+    }
+    for (int i = 0; i < layout.local_workers; ++i)
+      layout.worker_devices.push_back(SliceDevices(tokens, i, gpw));
+  }
+  if (!o.device_binding) {
+    // Workers keep every device this distrun has; JAX learns its share from JAX_LOCAL_DEVICE_IDS.
+    for (auto& devices : layout.worker_devices) devices.clear();
+  }
+  return layout;
+}
+
+JobAssignment ProvisionalAssignment(const Topology& t, const LocalLayout& layout, const Options& o) {
+  JobAssignment a;
+  a.num_nodes = t.num_nodes;
+  a.node_rank = t.node_rank;
+  if (layout.mode == LaunchMode::kPerTask) {
+    a.rank_offset = t.task_id;
+    a.num_processes = t.num_tasks;
+  } else {
+    // Rendezvous replaces this with prefix sums of every node's real count.
+    a.rank_offset = layout.unit_index * layout.local_workers;
+    a.num_processes = layout.units * layout.local_workers;
+  }
+  // Process 0 runs on the node that hosts the coordinator unless rendezvous learns otherwise.
+  a.process0_host = t.coordinator_host;
+  int port = t.coordinator_port ? *t.coordinator_port : PickFreePort();
+  a.coordinator_address = FormatHostPort(t.coordinator_host, port);
+  a.master_port = PickFreePort();
+  a.jax_port = o.jax_coordinator_port ? *o.jax_coordinator_port : PickFreePort();
+  a.run_id = o.run_id ? *o.run_id : (!t.job_id.empty() ? t.job_id : RandomRunId());
+  return a;
+}
+
+Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment& a, const Options& o,
+              const Environment& env) {
+  Plan plan;
+  plan.topology = t;
+  plan.layout = layout;
+  plan.assignment = a;
+  plan.warnings = t.warnings;
+  plan.warnings.insert(plan.warnings.end(), layout.warnings.begin(), layout.warnings.end());
+
+  const std::vector<std::string>& node_tokens = layout.node_devices;
+  const std::string device_variable = t.device_variable.empty() || t.device_variable.starts_with("SLURM_") ||
+                                              t.device_variable.starts_with("--")
+                                          ? "CUDA_VISIBLE_DEVICES"
+                                          : t.device_variable;
+  const std::string jax_host = o.jax_coordinator_host.value_or(a.process0_host);
+  const std::string jax_address = a.jax_port ? FormatHostPort(jax_host, *a.jax_port) : jax_host;
+  const std::string nproc = std::to_string(layout.local_workers);
+
+  for (int i = 0; i < layout.local_workers; ++i) {
+    WorkerPlan w;
+    w.process_id = a.rank_offset + i;
+    w.local_rank = layout.mode == LaunchMode::kPerTask ? t.local_task : i;
+    const int local_world = layout.mode == LaunchMode::kPerTask ? t.local_tasks : layout.local_workers;
+    w.device_tokens = layout.worker_devices[static_cast<size_t>(i)];
+    if (!w.device_tokens.empty()) {
+      for (size_t k = 0; k < w.device_tokens.size(); ++k) w.local_device_ids.push_back(static_cast<int>(k));
+    } else if (!o.device_binding) {
+      // Unnarrowed: the worker sees all of the node's devices; its share is by local rank.
+      auto share = SliceDevices(node_tokens, w.local_rank, o.gpus_per_worker);
+      for (const auto& token : share) {
+        for (size_t k = 0; k < node_tokens.size(); ++k) {
+          if (node_tokens[k] == token) w.local_device_ids.push_back(static_cast<int>(k));
+        }
+      }
+    }
+    auto set = [&w](std::string name, std::string value) {
+      w.env.emplace_back(std::move(name), std::move(value));
+    };
+    const std::string rank = std::to_string(w.process_id);
+    const std::string world = std::to_string(a.num_processes);
+    if (o.export_distrun) {
+      set("DISTRUN_PROCESS_ID", rank);
+      set("DISTRUN_NUM_PROCESSES", world);
+      set("DISTRUN_LOCAL_RANK", std::to_string(w.local_rank));
+      set("DISTRUN_LOCAL_WORLD_SIZE", std::to_string(local_world));
+      set("DISTRUN_NODE_RANK", std::to_string(a.node_rank));
+      set("DISTRUN_NUM_NODES", std::to_string(a.num_nodes));
+      set("DISTRUN_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
+      set("DISTRUN_COORDINATOR_ADDRESS", a.coordinator_address);
+      set("DISTRUN_RUN_ID", a.run_id);
+      set("DISTRUN_RESTART_COUNT", std::to_string(a.restart_count));
+      set("DISTRUN_CLUSTER", t.method);
+    }
+    if (o.export_torch) {
+      set("RANK", rank);
+      set("WORLD_SIZE", world);
+      set("LOCAL_RANK", std::to_string(w.local_rank));
+      set("LOCAL_WORLD_SIZE", std::to_string(local_world));
+      set("GROUP_RANK", std::to_string(a.node_rank));
+      set("GROUP_WORLD_SIZE", std::to_string(a.num_nodes));
+      set("ROLE_RANK", rank);
+      set("ROLE_WORLD_SIZE", world);
+      set("ROLE_NAME", "default");
+      set("MASTER_ADDR", a.process0_host);
+      if (a.master_port) set("MASTER_PORT", std::to_string(*a.master_port));
+      set("TORCHELASTIC_RUN_ID", a.run_id);
+      set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
+      set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
+      if (!env.Has("TORCH_NCCL_ASYNC_ERROR_HANDLING")) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+      if (!env.Has("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", "1");
+    }
+    if (o.export_jax) {
+      set("JAX_COORDINATOR_ADDRESS", jax_address);
+      if (!o.device_binding) set("JAX_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
+    }
+    if (o.export_keras) {
+      set("KERAS_DISTRIBUTION_JOB_ADDRESSES", jax_address);
+      set("KERAS_DISTRIBUTION_NUM_PROCESSES", world);
+      set("KERAS_DISTRIBUTION_PROCESS_ID", rank);
+    }
+    if (o.device_binding && !w.device_tokens.empty()) set(device_variable, Join(w.device_tokens));
+    plan.workers.push_back(std::move(w));
+  }
+  return plan;
+}
+
+}  // namespace distrun

@@ -1,0 +1,71 @@
+#pragma once
+// The plan: which workers this distrun starts and the environment each gets (DESIGN §3.1). --detect prints
+// it and the launcher executes it, so both always agree.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "detect/environment.h"
+#include "detect/topology.h"
+#include "launcher/options.h"
+
+namespace distrun {
+
+struct WorkerPlan {
+  int process_id = 0;
+  int local_rank = 0;
+  std::vector<std::string> device_tokens;  // the devices given to this worker, as tokens
+  std::vector<int> local_device_ids;       // their indices as the worker sees them
+  // Exactly the variables distrun sets or changes for this worker, in a stable order.
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+// What this node's workers look like before any other node is heard from.
+struct LocalLayout {
+  LaunchMode mode = LaunchMode::kPerNode;
+  int unit_index = 0;  // per-node mode: which distrun this is among `units`
+  int units = 1;
+  int local_workers = 1;
+  std::vector<std::string> node_devices;                 // every device this distrun may hand out, as tokens
+  std::string device_source;                             // the variable or discovery source they came from
+  std::vector<std::vector<std::string>> worker_devices;  // per local worker; empty: no narrowing
+  std::vector<std::string> warnings;
+};
+
+LocalLayout ComputeLocalLayout(const Topology& topology, const Options& options, const Environment& env);
+
+// What rendezvous settles for the whole job; --detect shows what this node would choose alone.
+struct JobAssignment {
+  int rank_offset = 0;    // global rank of this node's first worker
+  int num_processes = 1;  // workers in the job
+  int num_nodes = 1;
+  int node_rank = 0;
+  std::string process0_host;        // where MASTER_ADDR and JAX's coordinator point
+  std::string coordinator_address;  // distrun's runtime, host:port
+  std::optional<int> master_port;
+  std::optional<int> jax_port;
+  std::string run_id;
+  int restart_count = 0;
+};
+
+// The assignment when this node decides alone: uniform worker counts, ports chosen free here.
+JobAssignment ProvisionalAssignment(const Topology& topology, const LocalLayout& layout,
+                                    const Options& options);
+
+struct Plan {
+  Topology topology;
+  LocalLayout layout;
+  JobAssignment assignment;
+  std::vector<WorkerPlan> workers;
+  std::vector<std::string> warnings;  // topology's and the layout's
+};
+
+Plan MakePlan(const Topology& topology, const LocalLayout& layout, const JobAssignment& assignment,
+              const Options& options, const Environment& env);
+
+// A free TCP port on this host, chosen by the OS (bind to port 0).
+int PickFreePort();
+
+}  // namespace distrun
