@@ -1,0 +1,18 @@
+#pragma once
+// Times whole processes: spawn, wait, wall-clock seconds. Benchmarks compare commands with it.
+
+#include <string>
+#include <vector>
+
+namespace distrun::bench {
+
+// Runs argv with exactly `env` (NAME=value), stdout/stderr to /dev/null; returns wall seconds.
+// Throws std::runtime_error when the command cannot start or exits non-zero.
+double TimeProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+struct Summary {
+  double median = 0, p10 = 0, p90 = 0, min = 0;
+};
+Summary Summarize(std::vector<double> samples);
+
+}  // namespace distrun::bench

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Configures and builds one flavour of distrun: release (default), asan (ASan+UBSan) or fuzz (clang-14).
+#   scripts/build.sh [release|asan|fuzz] [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+flavour=${1:-release}
+dir=${2:-build/$flavour}
+jobs=${DISTRUN_BUILD_JOBS:-$(nproc)}
+case "$flavour" in
+  release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
+  asan) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTRUN_SANITIZE=ON) ;;
+  fuzz) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTRUN_SANITIZE=ON -DDISTRUN_FUZZ=ON
+              -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14) ;;
+  *) echo "build.sh: unknown flavour '$flavour'; use release, asan or fuzz" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
+ninja -C "$dir" -j "$jobs"

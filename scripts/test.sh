@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# From a fresh machine: install dependencies, then build and run the whole test suite: the release build,
+# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded fuzzing run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+fuzz_seconds=${DISTRUN_FUZZ_SECONDS:-30}
+export CTEST_OUTPUT_ON_FAILURE=1
+
+echo "== release build and tests =="
+scripts/build.sh release
+ctest --test-dir build/release -j 2 --timeout 600
+
+echo "== ASan+UBSan build and tests =="
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+scripts/build.sh asan
+ctest --test-dir build/asan -j 2 --timeout 900
+
+echo "== fuzzing (${fuzz_seconds}s per target) =="
+tests/fuzz/run_fuzzers.sh build/fuzz "$fuzz_seconds"
+echo "all test stages passed"
