@@ -1,0 +1,77 @@
+#pragma once
+// What the launcher uses (every distrun is an agent, also in local mode): connect to the coordination
+// service, keep this node's liveness stream, join rendezvous, report failures and success, and learn of
+// job stops. Events are queued and announced on an eventfd, so the supervisor's poll loop can watch it.
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/grpc_client.h"
+#include "runtime/types.h"
+
+namespace distrun {
+
+struct AgentConfig {
+  std::string coordinator_address;
+  std::string token;
+  NodeJoin join;  // this node; restart_round is filled in by the agent
+  std::chrono::milliseconds initialization_timeout{300'000};
+  std::chrono::milliseconds heartbeat_interval{1'000};
+  // No answer from the coordinator for this long: it is considered dead and the job stops.
+  std::chrono::milliseconds heartbeat_timeout{100'000};
+};
+
+class Agent {
+ public:
+  // Opens the liveness stream at once, so that the wait for rendezvous is already watched.
+  explicit Agent(AgentConfig config);
+  // Closes the stream (a node that has not reported success is then lost to the service) and joins the
+  // agent's threads.
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Rendezvous for `restart_round` (0 first, then the round a kRestart event named); blocks up to the
+  // initialization timeout.
+  Status Join(int restart_round, NodeAssignment* assignment);
+  Status ReportFailure(const FailedWorker& failure, bool* root_cause);
+  Status ReportSuccess();
+
+  // Readable while events are queued. The loss of the coordinator arrives as a kStop event whose root
+  // cause says so.
+  int event_fd() const { return event_fd_; }
+  std::vector<JobEvent> TakeEvents();
+  // Waits up to `timeout` for an event other than heartbeats (for callers without a poll loop).
+  std::optional<JobEvent> WaitForEvent(std::chrono::milliseconds timeout);
+
+  GrpcClient& client() { return client_; }
+
+ private:
+  void Push(const JobEvent& event);
+  void CoordinatorLost(const std::string& why);
+  void HeartbeatLoop();
+
+  AgentConfig config_;
+  GrpcClient client_;
+  int event_fd_ = -1;
+  int round_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<JobEvent> events_;
+  bool ended_ = false;    // a stop or completion arrived, or the coordinator was lost
+  bool closing_ = false;  // the destructor runs
+  std::chrono::steady_clock::time_point started_;
+  std::optional<std::chrono::steady_clock::time_point> last_answer_;
+
+  std::unique_ptr<LivenessStream> stream_;
+  std::thread heartbeat_;
+};
+
+}  // namespace distrun

@@ -1,0 +1,180 @@
+// Agents against a real server on 127.0.0.1:0, as distrun processes on several nodes would use them.
+
+#include "runtime/agent.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <future>
+
+#include "runtime/grpc_server.h"
+
+namespace distrun {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kToken[] = "agent-test-token";
+
+class AgentTest : public ::testing::Test {
+ protected:
+  void StartServer(int nodes, int max_restarts = 0) {
+    ServiceConfig sc;
+    sc.num_nodes = nodes;
+    sc.max_restarts = max_restarts;
+    sc.initialization_timeout = 20s;
+    sc.heartbeat_timeout = 20s;
+    service = std::make_unique<CoordinationService>(sc);
+    GrpcServerConfig gc;
+    gc.loopback_only = true;
+    gc.token = kToken;
+    server = std::make_unique<GrpcServer>(*service, gc);
+  }
+
+  std::unique_ptr<Agent> MakeAgent(int node, int nodes, int workers) {
+    AgentConfig c;
+    c.coordinator_address = server->address();
+    c.token = kToken;
+    c.join.node_rank = node;
+    c.join.num_nodes = nodes;
+    c.join.host = "host" + std::to_string(node);
+    c.join.local_workers = workers;
+    c.initialization_timeout = 10s;
+    c.heartbeat_interval = 50ms;
+    c.heartbeat_timeout = 5s;
+    return std::make_unique<Agent>(c);
+  }
+
+  // Joins every agent at once, as separate processes would.
+  static std::vector<NodeAssignment> JoinAll(const std::vector<Agent*>& agents, int round = 0) {
+    std::vector<std::future<std::pair<Status, NodeAssignment>>> joins;
+    for (Agent* a : agents) {
+      joins.push_back(std::async(std::launch::async, [a, round] {
+        NodeAssignment out;
+        Status s = a->Join(round, &out);
+        return std::make_pair(s, out);
+      }));
+    }
+    std::vector<NodeAssignment> result;
+    for (auto& j : joins) {
+      auto [s, a] = j.get();
+      EXPECT_TRUE(s.ok()) << s.message;
+      result.push_back(a);
+    }
+    return result;
+  }
+
+  // What the supervisor's poll loop does with the agent's fd.
+  static std::vector<JobEvent> PollEvents(Agent& agent, std::chrono::milliseconds timeout = 5s) {
+    pollfd p{agent.event_fd(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return {};
+    return agent.TakeEvents();
+  }
+
+  void TearDown() override {
+    server.reset();
+    service.reset();
+  }
+
+  std::unique_ptr<CoordinationService> service;
+  std::unique_ptr<GrpcServer> server;
+};
+
+TEST_F(AgentTest, RendezvousThenAFailureStopsEveryNode) {
+  StartServer(2);
+  auto a0 = MakeAgent(0, 2, 2);
+  auto a1 = MakeAgent(1, 2, 1);
+  auto assignments = JoinAll({a0.get(), a1.get()});
+  EXPECT_EQ(assignments[1].rank_offset, 2);
+  EXPECT_EQ(assignments[1].num_processes, 3);
+  bool root = false;
+  ASSERT_TRUE(a1->ReportFailure(FailedWorker{1, "host1", 2, 5, "exited with code 5"}, &root).ok());
+  EXPECT_TRUE(root);
+  auto events = PollEvents(*a0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, JobEvent::Kind::kStop);
+  EXPECT_EQ(events[0].exit_code, 5);
+  EXPECT_EQ(DescribeFailure(events[0].root_cause), "rank 2 on node 1 (host1): exited with code 5");
+  auto own = a1->WaitForEvent(5s);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->kind, JobEvent::Kind::kStop);
+}
+
+TEST_F(AgentTest, AgentGoneStopsTheOthers) {
+  StartServer(2);
+  auto a0 = MakeAgent(0, 2, 1);
+  auto a1 = MakeAgent(1, 2, 1);
+  JoinAll({a0.get(), a1.get()});
+  a1.reset();  // its distrun died
+  auto events = PollEvents(*a0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, JobEvent::Kind::kStop);
+  EXPECT_EQ(events[0].root_cause.node_rank, 1);
+}
+
+TEST_F(AgentTest, CoordinatorDeathStopsEveryAgent) {
+  StartServer(1);
+  auto a0 = MakeAgent(0, 1, 1);
+  JoinAll({a0.get()});
+  server.reset();
+  auto events = PollEvents(*a0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, JobEvent::Kind::kStop);
+  EXPECT_EQ(events[0].exit_code, kLostAgentExitCode);
+  EXPECT_NE(events[0].root_cause.description.find("lost the coordinator at 127.0.0.1:"), std::string::npos)
+      << events[0].root_cause.description;
+}
+
+TEST_F(AgentTest, NoCoordinatorIsAStopAfterTheInitializationTimeout) {
+  AgentConfig c;
+  c.coordinator_address = "127.0.0.1:1";  // nothing listens there
+  c.token = kToken;
+  c.join.num_nodes = 1;
+  c.initialization_timeout = 300ms;
+  c.heartbeat_interval = 50ms;
+  Agent agent(c);
+  auto e = agent.WaitForEvent(5s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, JobEvent::Kind::kStop);
+  EXPECT_NE(e->root_cause.description.find("127.0.0.1:1"), std::string::npos);
+}
+
+TEST_F(AgentTest, EveryNodeSucceedingCompletesTheJob) {
+  StartServer(2);
+  auto a0 = MakeAgent(0, 2, 1);
+  auto a1 = MakeAgent(1, 2, 1);
+  JoinAll({a0.get(), a1.get()});
+  ASSERT_TRUE(a0->ReportSuccess().ok());
+  ASSERT_TRUE(a1->ReportSuccess().ok());
+  for (Agent* a : {a0.get(), a1.get()}) {
+    auto e = a->WaitForEvent(5s);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->kind, JobEvent::Kind::kComplete);
+  }
+  EXPECT_EQ(service->ExitCode(), 0);
+}
+
+TEST_F(AgentTest, RestartRoundRejoins) {
+  StartServer(2, /*max_restarts=*/1);
+  auto a0 = MakeAgent(0, 2, 1);
+  auto a1 = MakeAgent(1, 2, 1);
+  JoinAll({a0.get(), a1.get()});
+  bool root = false;
+  ASSERT_TRUE(a0->ReportFailure(FailedWorker{0, "host0", 0, 3, "exited with code 3"}, &root).ok());
+  for (Agent* a : {a0.get(), a1.get()}) {
+    auto e = a->WaitForEvent(5s);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->kind, JobEvent::Kind::kRestart);
+    EXPECT_EQ(e->restart_round, 1);
+  }
+  auto again = JoinAll({a0.get(), a1.get()}, 1);
+  EXPECT_EQ(again[0].restart_round, 1);
+  ASSERT_TRUE(a1->ReportFailure(FailedWorker{1, "host1", 1, 4, "exited with code 4"}, &root).ok());
+  auto e = a0->WaitForEvent(5s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, JobEvent::Kind::kStop);
+  EXPECT_EQ(e->exit_code, 4);
+}
+
+}  // namespace
+}  // namespace distrun

@@ -1,0 +1,74 @@
+#pragma once
+// The client side of runtime/distrun.proto, for the agent (launcher) and the workers' client library.
+// Blocking calls, each with a deadline; the job token goes with every call. gRPC types stay in
+// grpc_client.cc.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/types.h"
+
+namespace distrun {
+
+struct GrpcClientConfig {
+  std::string address;  // the coordinator, host:port
+  std::string token;
+  size_t max_message_bytes = 4 << 20;
+  // Deadline of calls that do not wait on other processes; waits add their own timeout to it.
+  std::chrono::milliseconds call_timeout{30'000};
+};
+
+// One agent's liveness stream: heartbeats out, job events in. Events and the end of the stream are
+// reported on the stream's own reader thread.
+class LivenessStream {
+ public:
+  virtual ~LivenessStream() = default;
+  // False once the stream has ended.
+  virtual bool SendHeartbeat() = 0;
+  // Ends the stream (and its thread) from this side; on_closed still runs once.
+  virtual void Close() = 0;
+};
+
+class GrpcClient {
+ public:
+  // Does not block: the connection is made by the first call.
+  explicit GrpcClient(GrpcClientConfig config);
+  ~GrpcClient();
+  GrpcClient(const GrpcClient&) = delete;
+  GrpcClient& operator=(const GrpcClient&) = delete;
+
+  const std::string& address() const;
+
+  // Waits for rendezvous up to `timeout` (the service enforces its own initialization timeout too).
+  Status Join(const NodeJoin& join, std::chrono::milliseconds timeout, NodeAssignment* assignment);
+  Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause);
+  Status ReportSuccess(int node_rank, int restart_round);
+
+  Status KvSet(const std::string& key, const std::string& value);
+  Status KvGet(const std::string& key, std::chrono::milliseconds timeout, std::string* value);
+  Status KvTryGet(const std::string& key, std::optional<std::string>* value);
+  Status KvAdd(const std::string& key, int64_t delta, int64_t* value);
+  Status KvCompareAndSet(const std::string& key, const std::optional<std::string>& expected,
+                         const std::string& desired, CasResult* result);
+  Status KvDelete(const std::string& key, bool* deleted);
+  Status KvList(const std::string& prefix, std::vector<std::pair<std::string, std::string>>* entries);
+  Status Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout);
+
+  // Opens node `node_rank`'s liveness stream (its first message says who it is). `on_event` and then,
+  // exactly once, `on_closed` run on the stream's reader thread.
+  std::unique_ptr<LivenessStream> OpenLiveness(int node_rank, std::function<void(const JobEvent&)> on_event,
+                                               std::function<void(const Status&)> on_closed);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace distrun

@@ -1,0 +1,446 @@
+#include "runtime/grpc_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "detect/errors.h"
+#include "runtime/distrun.grpc.pb.h"
+#include "runtime/proto_convert.h"
+
+namespace distrun {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Refusals are logged one by one at first, then only now and then: a port scanner must not flood the log.
+constexpr uint64_t kRefusalsLoggedInFull = 5;
+constexpr uint64_t kRefusalLogEvery = 1000;
+
+bool SameToken(const std::string& expected, std::string_view given) {
+  // Constant time in the token's content, so timing does not reveal how much of a guess was right.
+  unsigned char diff = expected.size() == given.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i % (expected.empty() ? 1 : expected.size())]);
+  }
+  return diff == 0 && !expected.empty();
+}
+
+std::chrono::milliseconds Millis(int64_t ms) { return std::chrono::milliseconds(ms); }
+
+}  // namespace
+
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  // 127.0.0.0/8, written as a dotted quad.
+  if (!host.starts_with("127.")) return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return dots == 3;
+}
+
+std::pair<std::string, int> SplitHostPort(const std::string& address, const std::string& what) {
+  size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? std::string() : address.substr(0, colon);
+  std::string port = colon == std::string::npos ? std::string() : address.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  bool digits =
+      !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  int number = digits ? std::stoi(port) : -1;
+  if (host.empty() || (host.find(':') != std::string::npos && address.front() != '[') || number < 0 ||
+      number > 65535) {
+    throw UsageError(what + " '" + address + "' is not host:port (IPv6 as [addr]:port)");
+  }
+  return {host, number};
+}
+
+class GrpcServer::Impl final : public v1::Coordination::CallbackService {
+ public:
+  Impl(CoordinationService& service, GrpcServerConfig config)
+      : service_(service),
+        config_(std::move(config)),
+        log_(config_.log ? config_.log : spdlog::default_logger()) {}
+
+  void Start() {
+    auto [host, port] = SplitHostPort(config_.address, "runtime address");
+    if (config_.loopback_only && !IsLoopbackHost(host)) {
+      throw UsageError("in local mode the runtime listens on loopback only, but its address is '" +
+                       config_.address + "'; use 127.0.0.1 or ::1");
+    }
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(config_.address, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(this);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) {
+      throw std::runtime_error("the runtime cannot listen on " + config_.address +
+                               " (address in use or not an address of this host?)");
+    }
+    bound_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port_);
+    ticker_ = std::thread([this] { TickLoop(); });
+  }
+
+  void Stop() {
+    {
+      std::lock_guard lock(tick_mu_);
+      stopping_ = true;
+    }
+    tick_cv_.notify_all();
+    if (ticker_.joinable()) ticker_.join();
+    if (!server_) return;  // never started: the service was not exposed and stays usable
+    // Pending waits finish their calls before gRPC is told to shut down, so no callback outlives it.
+    service_.Shutdown();
+    CloseStreams();
+    server_->Shutdown(std::chrono::system_clock::now() + 1s);
+    server_.reset();
+  }
+
+  int port() const { return port_; }
+  const std::string& address() const { return bound_; }
+  uint64_t refused() const { return refused_.load(); }
+
+  // ---- unary calls ----
+
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
+                                 v1::Assignment* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "Join", reactor)) return reactor;
+    service_.Join(FromProto(*req), [reactor, resp](const Status& s, const NodeAssignment& a) {
+      if (s.ok()) ToProto(a, resp);
+      reactor->Finish(ToGrpc(s));
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* ReportFailure(grpc::CallbackServerContext* ctx, const v1::FailureReport* req,
+                                          v1::FailureReportAck* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "ReportFailure", reactor)) return reactor;
+    bool root = false;
+    Status s = service_.ReportFailure(req->restart_round(), FromProto(req->failure()), &root);
+    resp->set_root_cause(root);
+    if (root) log_->error("job failure: {}", DescribeFailure(FromProto(req->failure())));
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* ReportSuccess(grpc::CallbackServerContext* ctx, const v1::SuccessReport* req,
+                                          v1::SuccessReportAck*) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "ReportSuccess", reactor)) return reactor;
+    reactor->Finish(ToGrpc(service_.ReportSuccess(req->node_rank(), req->restart_round())));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvSet(grpc::CallbackServerContext* ctx, const v1::KvSetRequest* req,
+                                  v1::KvSetResponse*) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvSet", reactor)) return reactor;
+    reactor->Finish(ToGrpc(service_.KvSet(req->key(), req->value())));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvGet(grpc::CallbackServerContext* ctx, const v1::KvGetRequest* req,
+                                  v1::KvGetResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvGet", reactor)) return reactor;
+    service_.KvGet(req->key(), Millis(req->timeout_ms()),
+                   [reactor, resp](const Status& s, const std::string& v) {
+                     if (s.ok()) {
+                       resp->set_found(true);
+                       resp->set_value(v);
+                     }
+                     reactor->Finish(ToGrpc(s));
+                   });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvTryGet(grpc::CallbackServerContext* ctx, const v1::KvTryGetRequest* req,
+                                     v1::KvGetResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvTryGet", reactor)) return reactor;
+    std::optional<std::string> value;
+    Status s = service_.KvTryGet(req->key(), &value);
+    resp->set_found(value.has_value());
+    if (value) resp->set_value(*value);
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvAdd(grpc::CallbackServerContext* ctx, const v1::KvAddRequest* req,
+                                  v1::KvAddResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvAdd", reactor)) return reactor;
+    int64_t value = 0;
+    Status s = service_.KvAdd(req->key(), req->delta(), &value);
+    resp->set_value(value);
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvCompareAndSet(grpc::CallbackServerContext* ctx,
+                                            const v1::KvCompareAndSetRequest* req,
+                                            v1::KvCompareAndSetResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvCompareAndSet", reactor)) return reactor;
+    CasResult r;
+    std::optional<std::string> expected;
+    if (!req->expect_absent()) expected = req->expected();
+    Status s = service_.KvCompareAndSet(req->key(), expected, req->desired(), &r);
+    resp->set_swapped(r.swapped);
+    resp->set_found(r.found);
+    resp->set_current(r.current);
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvDelete(grpc::CallbackServerContext* ctx, const v1::KvDeleteRequest* req,
+                                     v1::KvDeleteResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvDelete", reactor)) return reactor;
+    bool deleted = false;
+    Status s = service_.KvDelete(req->key(), &deleted);
+    resp->set_deleted(deleted);
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* KvList(grpc::CallbackServerContext* ctx, const v1::KvListRequest* req,
+                                   v1::KvListResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "KvList", reactor)) return reactor;
+    std::vector<std::pair<std::string, std::string>> entries;
+    Status s = service_.KvList(req->prefix(), &entries);
+    size_t bytes = 0;
+    for (auto& [k, v] : entries) {
+      bytes += k.size() + v.size() + 16;
+      if (bytes > config_.max_message_bytes) {
+        s = {StatusCode::kResourceExhausted, "the keys under prefix '" + req->prefix() +
+                                                 "' do not fit in one message; list a narrower prefix"};
+        resp->Clear();
+        break;
+      }
+      auto* e = resp->add_entries();
+      e->set_key(k);
+      e->set_value(v);
+    }
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const v1::BarrierRequest* req,
+                                    v1::BarrierResponse*) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "Barrier", reactor)) return reactor;
+    service_.Barrier(req->name(), req->process_id(), req->count(), Millis(req->timeout_ms()),
+                     [reactor](const Status& s) { reactor->Finish(ToGrpc(s)); });
+    return reactor;
+  }
+
+  // ---- liveness stream ----
+
+  class LivenessReactor final : public grpc::ServerBidiReactor<v1::AgentHeartbeat, v1::JobEvent> {
+   public:
+    LivenessReactor(Impl& impl, bool authorized) : impl_(impl) {
+      if (!authorized) {
+        Close({grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"});
+        return;
+      }
+      StartRead(&in_);
+    }
+
+    void OnReadDone(bool ok) override {
+      if (!ok) {  // the agent closed its side, or the connection broke
+        Detach();
+        Close(grpc::Status::OK);
+        return;
+      }
+      if (!stream_id_) {
+        uint64_t id = 0;
+        Status s = impl_.service_.AttachAgent(
+            in_.node_rank(), [this](const JobEvent& e) { Enqueue(e); }, &id);
+        if (!s.ok()) {
+          Close(ToGrpc(s));
+          return;
+        }
+        stream_id_ = id;
+      } else {
+        impl_.service_.Heartbeat(*stream_id_);
+      }
+      StartRead(&in_);
+    }
+
+    void OnWriteDone(bool ok) override {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      if (!ok) return;  // the stream is broken; OnReadDone or OnCancel follows
+      queue_.pop_front();
+      if (!queue_.empty() && !finished_) {
+        writing_ = true;
+        StartWrite(&queue_.front());
+      }
+    }
+
+    void OnCancel() override { Detach(); }
+
+    void OnDone() override {
+      Detach();
+      impl_.Forget(this);
+      Unref();
+    }
+
+    // Ends the stream from the server's side (shutdown, refusal); safe to call more than once.
+    void Close(const grpc::Status& status) {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+      Finish(status);
+    }
+
+    void Ref() { refs_.fetch_add(1); }
+    void Unref() {
+      if (refs_.fetch_sub(1) == 1) delete this;
+    }
+
+   private:
+    // Runs under the service's lock: queue only.
+    void Enqueue(const JobEvent& event) {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      v1::JobEvent wire;
+      ToProto(event, &wire);
+      queue_.push_back(std::move(wire));
+      if (!writing_) {
+        writing_ = true;
+        StartWrite(&queue_.front());
+      }
+    }
+
+    void Detach() {
+      std::optional<uint64_t> id;
+      {
+        std::lock_guard lock(mu_);
+        id = std::exchange(stream_id_, std::nullopt);
+      }
+      if (id) impl_.service_.DetachAgent(*id);
+    }
+
+    Impl& impl_;
+    std::atomic<int> refs_{1};  // gRPC's, until OnDone; Stop holds more while it closes streams
+    v1::AgentHeartbeat in_;
+    std::mutex mu_;
+    std::optional<uint64_t> stream_id_;
+    std::deque<v1::JobEvent> queue_;
+    bool writing_ = false;
+    bool finished_ = false;
+  };
+
+  grpc::ServerBidiReactor<v1::AgentHeartbeat, v1::JobEvent>* Liveness(
+      grpc::CallbackServerContext* ctx) override {
+    bool authorized = Authorized(ctx, "Liveness", nullptr);
+    auto* reactor = new LivenessReactor(*this, authorized);
+    std::lock_guard lock(streams_mu_);
+    streams_.insert(reactor);
+    return reactor;
+  }
+
+ private:
+  bool Authorized(grpc::CallbackServerContext* ctx, const char* method, grpc::ServerUnaryReactor* reactor) {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kTokenHeader);
+    if (it != md.end() && SameToken(config_.token, std::string_view(it->second.data(), it->second.size()))) {
+      return true;
+    }
+    uint64_t n = ++refused_;
+    if (n <= kRefusalsLoggedInFull || n % kRefusalLogEvery == 0) {
+      // The token given, right or wrong, is never logged.
+      log_->warn("refused a {} call from {}: {} job token ({} refused so far)", method, ctx->peer(),
+                 it == md.end() ? "no" : "wrong", n);
+    }
+    if (reactor) reactor->Finish({grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"});
+    return false;
+  }
+
+  void Forget(LivenessReactor* reactor) {
+    std::lock_guard lock(streams_mu_);
+    streams_.erase(reactor);
+  }
+
+  void CloseStreams() {
+    std::vector<LivenessReactor*> open;
+    {
+      std::lock_guard lock(streams_mu_);
+      for (auto* r : streams_) {
+        r->Ref();
+        open.push_back(r);
+      }
+    }
+    for (auto* r : open) {
+      r->Close({grpc::StatusCode::UNAVAILABLE, "the coordination service is shutting down"});
+      r->Unref();
+    }
+  }
+
+  void TickLoop() {
+    auto next_progress = std::chrono::steady_clock::now() + config_.progress_interval;
+    std::unique_lock lock(tick_mu_);
+    while (!tick_cv_.wait_for(lock, config_.tick_interval, [this] { return stopping_; })) {
+      lock.unlock();
+      service_.Tick();
+      if (std::chrono::steady_clock::now() >= next_progress) {
+        next_progress += config_.progress_interval;
+        std::string progress = service_.RendezvousProgress();
+        if (!progress.empty()) log_->info("rendezvous: {}", progress);
+      }
+      lock.lock();
+    }
+  }
+
+  CoordinationService& service_;
+  GrpcServerConfig config_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string bound_;
+  std::atomic<uint64_t> refused_{0};
+
+  std::mutex streams_mu_;
+  std::set<LivenessReactor*> streams_;
+
+  std::mutex tick_mu_;
+  std::condition_variable tick_cv_;
+  bool stopping_ = false;
+  std::thread ticker_;
+};
+
+GrpcServer::GrpcServer(CoordinationService& service, GrpcServerConfig config)
+    : impl_(std::make_unique<Impl>(service, std::move(config))) {
+  try {
+    impl_->Start();
+  } catch (...) {
+    impl_->Stop();
+    throw;
+  }
+}
+
+GrpcServer::~GrpcServer() { impl_->Stop(); }
+
+int GrpcServer::port() const { return impl_->port(); }
+std::string GrpcServer::address() const { return impl_->address(); }
+uint64_t GrpcServer::refused_calls() const { return impl_->refused(); }
+
+}  // namespace distrun

@@ -1,0 +1,56 @@
+#pragma once
+// The coordination service on the wire (runtime/distrun.proto): gRPC's callback API, so that waiting calls
+// (rendezvous, KvGet, barriers) hold no thread. Every call must carry the job token; message sizes are
+// bounded; in local mode only loopback addresses may be bound. gRPC types stay in grpc_server.cc.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "runtime/service.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace distrun {
+
+struct GrpcServerConfig {
+  std::string address = "127.0.0.1:0";  // host:port ([v6]:port); port 0: the OS picks one
+  bool loopback_only = false;           // local mode: refuse an address other hosts could reach
+  std::string token;                    // the job token every call must present; never logged
+  size_t max_message_bytes = 4 << 20;
+  std::chrono::milliseconds tick_interval{10};          // how often waits are checked for their deadline
+  std::chrono::milliseconds progress_interval{10'000};  // how often rendezvous progress is logged
+  std::shared_ptr<spdlog::logger> log;                  // null: spdlog's default logger
+};
+
+class GrpcServer {
+ public:
+  // Starts serving `service`, which must outlive the server. Throws UsageError for a non-loopback address
+  // in loopback-only mode and std::runtime_error, naming the address, when it cannot listen.
+  GrpcServer(CoordinationService& service, GrpcServerConfig config);
+  // Fails the service's pending waits, ends every stream and waits until gRPC is done with them.
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  int port() const;
+  // The bound address with the actual port ("127.0.0.1:40123").
+  std::string address() const;
+  // Calls refused for a missing or wrong token so far.
+  uint64_t refused_calls() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether `host` (no port) can only be reached from this machine: 127.0.0.0/8, ::1, localhost.
+bool IsLoopbackHost(const std::string& host);
+
+// Splits "host:port" and "[v6]:port"; throws UsageError naming `what` for anything else.
+std::pair<std::string, int> SplitHostPort(const std::string& address, const std::string& what);
+
+}  // namespace distrun

@@ -1,0 +1,171 @@
+#include "runtime/proto_convert.h"
+
+namespace distrun {
+
+grpc::Status ToGrpc(const Status& status) {
+  switch (status.code) {
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kInvalidArgument:
+      return {grpc::StatusCode::INVALID_ARGUMENT, status.message};
+    case StatusCode::kNotFound:
+      return {grpc::StatusCode::NOT_FOUND, status.message};
+    case StatusCode::kAlreadyExists:
+      return {grpc::StatusCode::ALREADY_EXISTS, status.message};
+    case StatusCode::kFailedPrecondition:
+      return {grpc::StatusCode::FAILED_PRECONDITION, status.message};
+    case StatusCode::kOutOfRange:
+      return {grpc::StatusCode::OUT_OF_RANGE, status.message};
+    case StatusCode::kDeadlineExceeded:
+      return {grpc::StatusCode::DEADLINE_EXCEEDED, status.message};
+    case StatusCode::kResourceExhausted:
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED, status.message};
+    case StatusCode::kAborted:
+      return {grpc::StatusCode::ABORTED, status.message};
+    case StatusCode::kUnavailable:
+      return {grpc::StatusCode::UNAVAILABLE, status.message};
+    case StatusCode::kUnauthenticated:
+      return {grpc::StatusCode::UNAUTHENTICATED, status.message};
+    case StatusCode::kCancelled:
+      return {grpc::StatusCode::CANCELLED, status.message};
+  }
+  return {grpc::StatusCode::UNKNOWN, status.message};
+}
+
+Status FromGrpc(const grpc::Status& status) {
+  std::string message = status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return Status::Ok();
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return {StatusCode::kInvalidArgument, message};
+    case grpc::StatusCode::NOT_FOUND:
+      return {StatusCode::kNotFound, message};
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return {StatusCode::kAlreadyExists, message};
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return {StatusCode::kFailedPrecondition, message};
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return {StatusCode::kOutOfRange, message};
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return {StatusCode::kDeadlineExceeded, message};
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return {StatusCode::kResourceExhausted, message};
+    case grpc::StatusCode::ABORTED:
+      return {StatusCode::kAborted, message};
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return {StatusCode::kUnauthenticated, message};
+    case grpc::StatusCode::CANCELLED:
+      return {StatusCode::kCancelled, message};
+    default:
+      return {StatusCode::kUnavailable, message};  // transport trouble: UNAVAILABLE, INTERNAL, ...
+  }
+}
+
+void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
+  out->set_node_rank(in.node_rank);
+  out->set_num_nodes(in.num_nodes);
+  out->set_host(in.host);
+  out->set_local_workers(in.local_workers);
+  for (const auto& t : in.device_tokens) out->add_device_tokens(t);
+  out->set_run_id(in.run_id);
+  out->set_restart_round(in.restart_round);
+  out->set_proposed_master_port(in.proposed_master_port);
+  out->set_proposed_jax_port(in.proposed_jax_port);
+}
+
+NodeJoin FromProto(const v1::JoinRequest& in) {
+  NodeJoin j;
+  j.node_rank = in.node_rank();
+  j.num_nodes = in.num_nodes();
+  j.host = in.host();
+  j.local_workers = in.local_workers();
+  j.device_tokens.assign(in.device_tokens().begin(), in.device_tokens().end());
+  j.run_id = in.run_id();
+  j.restart_round = in.restart_round();
+  j.proposed_master_port = in.proposed_master_port();
+  j.proposed_jax_port = in.proposed_jax_port();
+  return j;
+}
+
+void ToProto(const NodeAssignment& in, v1::Assignment* out) {
+  out->set_rank_offset(in.rank_offset);
+  out->set_num_processes(in.num_processes);
+  out->set_num_nodes(in.num_nodes);
+  out->set_node_rank(in.node_rank);
+  out->set_process0_host(in.process0_host);
+  out->set_master_port(in.master_port);
+  out->set_jax_port(in.jax_port);
+  out->set_run_id(in.run_id);
+  out->set_restart_round(in.restart_round);
+}
+
+NodeAssignment FromProto(const v1::Assignment& in) {
+  NodeAssignment a;
+  a.rank_offset = in.rank_offset();
+  a.num_processes = in.num_processes();
+  a.num_nodes = in.num_nodes();
+  a.node_rank = in.node_rank();
+  a.process0_host = in.process0_host();
+  a.master_port = in.master_port();
+  a.jax_port = in.jax_port();
+  a.run_id = in.run_id();
+  a.restart_round = in.restart_round();
+  return a;
+}
+
+void ToProto(const FailedWorker& in, v1::FailedWorker* out) {
+  out->set_node_rank(in.node_rank);
+  out->set_host(in.host);
+  out->set_process_id(in.process_id);
+  out->set_exit_code(in.exit_code);
+  out->set_description(in.description);
+}
+
+FailedWorker FromProto(const v1::FailedWorker& in) {
+  return FailedWorker{in.node_rank(), in.host(), in.process_id(), in.exit_code(), in.description()};
+}
+
+void ToProto(const JobEvent& in, v1::JobEvent* out) {
+  switch (in.kind) {
+    case JobEvent::Kind::kHeartbeat:
+      out->mutable_heartbeat();
+      break;
+    case JobEvent::Kind::kStop:
+      out->mutable_stop()->set_exit_code(in.exit_code);
+      ToProto(in.root_cause, out->mutable_stop()->mutable_root_cause());
+      break;
+    case JobEvent::Kind::kRestart:
+      out->mutable_restart()->set_restart_round(in.restart_round);
+      ToProto(in.root_cause, out->mutable_restart()->mutable_root_cause());
+      break;
+    case JobEvent::Kind::kComplete:
+      out->mutable_complete();
+      break;
+  }
+}
+
+JobEvent FromProto(const v1::JobEvent& in) {
+  JobEvent e;
+  switch (in.event_case()) {
+    case v1::JobEvent::kStop:
+      e.kind = JobEvent::Kind::kStop;
+      e.exit_code = in.stop().exit_code();
+      e.root_cause = FromProto(in.stop().root_cause());
+      break;
+    case v1::JobEvent::kRestart:
+      e.kind = JobEvent::Kind::kRestart;
+      e.restart_round = in.restart().restart_round();
+      e.root_cause = FromProto(in.restart().root_cause());
+      break;
+    case v1::JobEvent::kComplete:
+      e.kind = JobEvent::Kind::kComplete;
+      break;
+    default:
+      e.kind = JobEvent::Kind::kHeartbeat;
+      break;  // also events of a newer minor version
+  }
+  return e;
+}
+
+}  // namespace distrun

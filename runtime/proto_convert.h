@@ -1,0 +1,29 @@
+#pragma once
+// Conversions between runtime/types.h values and their wire form (runtime/distrun.proto), shared by the
+// server and client transports only.
+
+#include <grpcpp/support/status.h>
+
+#include <string>
+
+#include "runtime/distrun.pb.h"
+#include "runtime/types.h"
+
+namespace distrun {
+
+// The metadata header that carries the job token on every call.
+inline constexpr char kTokenHeader[] = "x-distrun-token";
+
+grpc::Status ToGrpc(const Status& status);
+Status FromGrpc(const grpc::Status& status);
+
+void ToProto(const NodeJoin& in, v1::JoinRequest* out);
+NodeJoin FromProto(const v1::JoinRequest& in);
+void ToProto(const NodeAssignment& in, v1::Assignment* out);
+NodeAssignment FromProto(const v1::Assignment& in);
+void ToProto(const FailedWorker& in, v1::FailedWorker* out);
+FailedWorker FromProto(const v1::FailedWorker& in);
+void ToProto(const JobEvent& in, v1::JobEvent* out);
+JobEvent FromProto(const v1::JobEvent& in);
+
+}  // namespace distrun

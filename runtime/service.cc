@@ -1,0 +1,702 @@
+#include "runtime/service.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+
+namespace distrun {
+namespace {
+
+constexpr int kMaxNodes = 1 << 20;
+constexpr int kMaxWorkersPerNode = 1 << 16;
+constexpr size_t kMaxNamesInMessage = 8;  // longer lists end with "and N more"
+
+std::string Seconds(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  return std::to_string(d.count()) + "ms";
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kMaxNamesInMessage; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > kMaxNamesInMessage) {
+    out += " and " + std::to_string(names.size() - kMaxNamesInMessage) + " more";
+  }
+  return out;
+}
+
+std::optional<int64_t> ParseInt64(const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+CoordinationService::CoordinationService(ServiceConfig config) : config_(std::move(config)) {
+  if (config_.num_nodes < 1 || config_.num_nodes > kMaxNodes) {
+    throw std::invalid_argument("the coordination service needs 1 to " + std::to_string(kMaxNodes) +
+                                " nodes, not " + std::to_string(config_.num_nodes));
+  }
+  if (!config_.clock) config_.clock = [] { return Clock::now(); };
+  nodes_.resize(static_cast<size_t>(config_.num_nodes));
+  round_deadline_ = Now() + config_.initialization_timeout;
+}
+
+CoordinationService::~CoordinationService() { Shutdown(); }
+
+CoordinationService::Clock::time_point CoordinationService::Now() const { return config_.clock(); }
+
+std::string CoordinationService::HostOf(int node_rank) const {
+  if (node_rank < 0 || node_rank >= config_.num_nodes) return {};
+  const NodeState& node = nodes_[static_cast<size_t>(node_rank)];
+  if (node.join) return node.join->host;
+  if (static_cast<size_t>(node_rank) < config_.expected_hosts.size()) {
+    return config_.expected_hosts[static_cast<size_t>(node_rank)];
+  }
+  return {};
+}
+
+std::string CoordinationService::NodeName(int node_rank) const {
+  std::string name = "node " + std::to_string(node_rank);
+  std::string host = HostOf(node_rank);
+  return host.empty() ? name : name + " (" + host + ")";
+}
+
+std::string CoordinationService::WorkerName(int process_id) const {
+  std::string name = "rank " + std::to_string(process_id);
+  for (const NodeAssignment& a : assignments_) {
+    const NodeState& node = nodes_[static_cast<size_t>(a.node_rank)];
+    int workers = node.join ? node.join->local_workers : 0;
+    if (process_id >= a.rank_offset && process_id < a.rank_offset + workers) {
+      return name + " on " + NodeName(a.node_rank);
+    }
+  }
+  return name;
+}
+
+std::string CoordinationService::MissingNodes() const {
+  std::vector<std::string> missing;
+  for (int i = 0; i < config_.num_nodes; ++i) {
+    if (!nodes_[static_cast<size_t>(i)].join) missing.push_back(NodeName(i));
+  }
+  return JoinNames(missing);
+}
+
+std::string CoordinationService::RendezvousProgress() const {
+  std::lock_guard lock(mu_);
+  if (state_ != JobState::kRendezvous) return {};
+  int joined = static_cast<int>(
+      std::count_if(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.join.has_value(); }));
+  return "waiting for " + std::to_string(joined) + " of " + std::to_string(config_.num_nodes) +
+         " nodes; missing: " + MissingNodes();
+}
+
+void CoordinationService::Run(Completions& completions) {
+  for (auto& c : completions) c();
+  completions.clear();
+}
+
+// ---- rendezvous ----
+
+void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
+  Completions completions;
+  auto fail = [&](StatusCode code, std::string message) {
+    completions.push_back([done = std::move(done), s = Status{code, std::move(message)}] { done(s, {}); });
+  };
+  {
+    std::lock_guard lock(mu_);
+    const std::string who = "node " + std::to_string(join.node_rank) +
+                            (join.host.empty() ? std::string() : " (" + join.host + ")");
+    if (shut_down_) {
+      fail(StatusCode::kUnavailable, "the coordination service is shutting down");
+    } else if (join.num_nodes != config_.num_nodes) {
+      fail(StatusCode::kInvalidArgument, who + " expects " + std::to_string(join.num_nodes) +
+                                             " nodes, but the job has " + std::to_string(config_.num_nodes) +
+                                             "; every distrun of a job must see the same node count");
+    } else if (join.node_rank < 0 || join.node_rank >= config_.num_nodes) {
+      fail(StatusCode::kInvalidArgument,
+           who + ": node rank out of range; the job has nodes 0 to " + std::to_string(config_.num_nodes - 1));
+    } else if (join.local_workers < 0 || join.local_workers > kMaxWorkersPerNode) {
+      fail(StatusCode::kInvalidArgument,
+           who + ": " + std::to_string(join.local_workers) + " local workers is out of range");
+    } else if (!config_.run_id.empty() && !join.run_id.empty() && join.run_id != config_.run_id) {
+      fail(StatusCode::kInvalidArgument,
+           who + " belongs to run '" + join.run_id + "', but this job is run '" + config_.run_id + "'");
+    } else if (state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
+      fail(StatusCode::kAborted,
+           who + " joined after the job ended" +
+               (root_cause_ ? " (root cause: " + DescribeFailure(*root_cause_) + ")" : std::string()));
+    } else if (join.restart_round != round_) {
+      fail(StatusCode::kFailedPrecondition, who + " joined round " + std::to_string(join.restart_round) +
+                                                " but the job is in round " + std::to_string(round_));
+    } else if (state_ != JobState::kRendezvous) {
+      fail(StatusCode::kAlreadyExists, who + " joined twice in round " + std::to_string(round_) +
+                                           "; rendezvous of this round is already complete");
+    } else {
+      NodeState& node = nodes_[static_cast<size_t>(join.node_rank)];
+      if (node.join) {
+        fail(StatusCode::kAlreadyExists, who + " joined twice; it first joined from host '" +
+                                             node.join->host +
+                                             "'; are two distrun processes given the "
+                                             "same node rank?");
+      } else {
+        node.join = join;
+        node.join_done = std::move(done);
+        if (!node.stream) node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
+        bool all = std::all_of(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.join; });
+        if (all) CompleteRendezvous(completions);
+      }
+    }
+  }
+  Run(completions);
+}
+
+void CoordinationService::CompleteRendezvous(Completions& completions) {
+  int64_t offset = 0;
+  std::string process0_host;
+  for (const NodeState& n : nodes_) {
+    if (process0_host.empty() && n.join->local_workers > 0) process0_host = n.join->host;
+    offset += n.join->local_workers;
+  }
+  if (offset > std::numeric_limits<int>::max()) {
+    FailRendezvous({StatusCode::kInvalidArgument, "the job has more than 2^31 workers"}, completions);
+    return;
+  }
+  const NodeJoin& first = *nodes_.front().join;
+  assignments_.clear();
+  offset = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    NodeState& n = nodes_[i];
+    NodeAssignment a;
+    a.rank_offset = static_cast<int>(offset);
+    offset += n.join->local_workers;
+    a.num_nodes = config_.num_nodes;
+    a.node_rank = static_cast<int>(i);
+    a.process0_host = process0_host.empty() ? first.host : process0_host;
+    a.master_port = first.proposed_master_port;
+    a.jax_port = first.proposed_jax_port;
+    a.run_id = config_.run_id.empty() ? first.run_id : config_.run_id;
+    a.restart_round = round_;
+    assignments_.push_back(a);
+  }
+  for (auto& a : assignments_) a.num_processes = static_cast<int>(offset);
+  state_ = JobState::kRunning;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    completions.push_back(
+        [done = std::move(nodes_[i].join_done), a = assignments_[i]] { done(Status::Ok(), a); });
+    nodes_[i].join_done = nullptr;
+  }
+}
+
+void CoordinationService::FailRendezvous(const Status& status, Completions& completions) {
+  for (NodeState& n : nodes_) {
+    if (n.join_done) {
+      completions.push_back([done = std::move(n.join_done), status] { done(status, {}); });
+      n.join_done = nullptr;
+    }
+  }
+}
+
+// ---- liveness and failures ----
+
+Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t* stream_id) {
+  std::lock_guard lock(mu_);
+  if (shut_down_) return {StatusCode::kUnavailable, "the coordination service is shutting down"};
+  if (node_rank < 0 || node_rank >= config_.num_nodes) {
+    return {StatusCode::kInvalidArgument, "node " + std::to_string(node_rank) +
+                                              " opened a liveness stream, but the job has nodes 0 to " +
+                                              std::to_string(config_.num_nodes - 1)};
+  }
+  NodeState& node = nodes_[static_cast<size_t>(node_rank)];
+  if (node.stream) {
+    return {StatusCode::kAlreadyExists,
+            NodeName(node_rank) +
+                " opened a second liveness stream; are two distrun processes given the same "
+                "node rank?"};
+  }
+  uint64_t id = next_id_++;
+  node.stream = id;
+  node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
+  streams_[id] = node_rank;
+  if (final_event_) sink(*final_event_);
+  sinks_[id] = std::move(sink);
+  *stream_id = id;
+  return Status::Ok();
+}
+
+void CoordinationService::Heartbeat(uint64_t stream_id) {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return;
+  nodes_[static_cast<size_t>(it->second)].heartbeat_deadline = Now() + config_.heartbeat_timeout;
+  sinks_[stream_id](JobEvent{});
+}
+
+void CoordinationService::DetachAgent(uint64_t stream_id) {
+  Completions completions;
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(stream_id);
+    if (it == streams_.end()) return;
+    int node_rank = it->second;
+    streams_.erase(it);
+    sinks_.erase(stream_id);
+    NodeState& node = nodes_[static_cast<size_t>(node_rank)];
+    node.stream.reset();
+    node.heartbeat_deadline.reset();
+    if (!node.succeeded) LoseNode(node_rank, "its distrun disconnected", completions);
+  }
+  Run(completions);
+}
+
+void CoordinationService::LoseNode(int node_rank, const std::string& why, Completions& completions) {
+  if (shut_down_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) return;
+  FailedWorker f;
+  f.node_rank = node_rank;
+  f.host = HostOf(node_rank);
+  f.exit_code = kLostAgentExitCode;
+  f.description = "node lost: " + why;
+  // A lost node cannot take part in a restart: its distrun is gone or unreachable.
+  RecordFailure(f, /*allow_restart=*/false, completions);
+}
+
+void CoordinationService::Broadcast(const JobEvent& event) {
+  for (auto& [id, sink] : sinks_) sink(event);
+}
+
+void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_restart,
+                                        Completions& completions) {
+  root_cause_ = failure;
+  JobEvent event;
+  event.root_cause = failure;
+  if (allow_restart && round_ < config_.max_restarts) {
+    ++round_;
+    event.kind = JobEvent::Kind::kRestart;
+    event.restart_round = round_;
+    Status aborted{StatusCode::kAborted, "the job is restarting (round " + std::to_string(round_) +
+                                             ") after " + DescribeFailure(failure)};
+    FailRendezvous(aborted, completions);
+    FailAllWaits(aborted, completions);
+    // A new round starts from an empty store: keys of the failed round (an NCCL id) would mislead it.
+    store_.clear();
+    store_bytes_ = 0;
+    for (NodeState& n : nodes_) {
+      n.join.reset();
+      n.succeeded = false;
+    }
+    assignments_.clear();
+    state_ = JobState::kRendezvous;
+    round_deadline_ = Now() + config_.initialization_timeout;
+    Broadcast(event);
+    return;
+  }
+  event.kind = JobEvent::Kind::kStop;
+  event.exit_code = failure.exit_code;
+  state_ = JobState::kStopped;
+  exit_code_ = failure.exit_code;
+  final_event_ = event;
+  Status aborted{StatusCode::kAborted, "the job stopped after " + DescribeFailure(failure)};
+  FailRendezvous(aborted, completions);
+  FailAllWaits(aborted, completions);
+  Broadcast(event);
+}
+
+Status CoordinationService::ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) {
+  *root_cause = false;
+  Completions completions;
+  {
+    std::lock_guard lock(mu_);
+    if (failure.node_rank < 0 || failure.node_rank >= config_.num_nodes) {
+      return {StatusCode::kInvalidArgument, "failure report from node " + std::to_string(failure.node_rank) +
+                                                ", but the job has nodes 0 to " +
+                                                std::to_string(config_.num_nodes - 1)};
+    }
+    // Reports of an earlier round, or after the end, are echoes of the root cause's teardown.
+    if (restart_round != round_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
+      return Status::Ok();
+    }
+    *root_cause = true;
+    RecordFailure(failure, /*allow_restart=*/true, completions);
+  }
+  Run(completions);
+  return Status::Ok();
+}
+
+Status CoordinationService::ReportSuccess(int node_rank, int restart_round) {
+  std::lock_guard lock(mu_);
+  if (node_rank < 0 || node_rank >= config_.num_nodes) {
+    return {StatusCode::kInvalidArgument, "success report from node " + std::to_string(node_rank) +
+                                              ", but the job has nodes 0 to " +
+                                              std::to_string(config_.num_nodes - 1)};
+  }
+  if (restart_round != round_ || state_ != JobState::kRunning) return Status::Ok();
+  nodes_[static_cast<size_t>(node_rank)].succeeded = true;
+  if (std::all_of(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.succeeded; })) {
+    state_ = JobState::kSucceeded;
+    exit_code_ = 0;
+    JobEvent event;
+    event.kind = JobEvent::Kind::kComplete;
+    final_event_ = event;
+    Broadcast(event);
+  }
+  return Status::Ok();
+}
+
+// ---- key-value store ----
+
+Status CoordinationService::ValidateKey(const std::string& key) const {
+  if (key.empty()) return {StatusCode::kInvalidArgument, "empty key"};
+  if (key.size() > config_.max_key_bytes) {
+    return {StatusCode::kInvalidArgument, "key of " + std::to_string(key.size()) + " bytes is longer than " +
+                                              std::to_string(config_.max_key_bytes) + " bytes"};
+  }
+  return Status::Ok();
+}
+
+Status CoordinationService::StoreValue(const std::string& key, const std::string& value,
+                                       Completions& completions) {
+  if (value.size() > config_.max_value_bytes) {
+    return {StatusCode::kInvalidArgument, "value of " + std::to_string(value.size()) + " bytes for key '" +
+                                              key + "' is larger than " +
+                                              std::to_string(config_.max_value_bytes) + " bytes"};
+  }
+  auto it = store_.find(key);
+  size_t old_bytes = it == store_.end() ? 0 : key.size() + it->second.size();
+  size_t new_total = store_bytes_ - old_bytes + key.size() + value.size();
+  if (new_total > config_.max_store_bytes) {
+    return {StatusCode::kResourceExhausted, "the key-value store is full (" +
+                                                std::to_string(config_.max_store_bytes) +
+                                                " bytes); delete keys that are no longer needed"};
+  }
+  store_[key] = value;
+  store_bytes_ = new_total;
+  auto waiters = kv_waiters_.find(key);
+  if (waiters != kv_waiters_.end()) {
+    for (KvWaiter& w : waiters->second) {
+      completions.push_back([done = std::move(w.done), value] { done(Status::Ok(), value); });
+    }
+    kv_waiters_.erase(waiters);
+  }
+  return Status::Ok();
+}
+
+Status CoordinationService::KvSet(const std::string& key, const std::string& value) {
+  Completions completions;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    status = ValidateKey(key);
+    if (status.ok()) status = StoreValue(key, value, completions);
+  }
+  Run(completions);
+  return status;
+}
+
+void CoordinationService::KvGet(const std::string& key, std::chrono::milliseconds timeout, ValueDone done) {
+  Completions completions;
+  {
+    std::lock_guard lock(mu_);
+    Status status = ValidateKey(key);
+    if (status.ok() && shut_down_)
+      status = {StatusCode::kUnavailable, "the coordination service is shutting down"};
+    if (status.ok() && timeout.count() <= 0) {
+      status = {StatusCode::kInvalidArgument, "waiting for key '" + key + "' needs a positive timeout"};
+    }
+    auto it = store_.find(key);
+    if (!status.ok()) {
+      completions.push_back([done = std::move(done), status] { done(status, {}); });
+    } else if (it != store_.end()) {
+      completions.push_back([done = std::move(done), value = it->second] { done(Status::Ok(), value); });
+    } else {
+      auto deadline = Now() + std::min(timeout, config_.max_wait);
+      kv_waiters_[key].push_back(KvWaiter{next_id_++, deadline, std::move(done)});
+    }
+  }
+  Run(completions);
+}
+
+Status CoordinationService::KvTryGet(const std::string& key, std::optional<std::string>* value) {
+  std::lock_guard lock(mu_);
+  Status status = ValidateKey(key);
+  if (!status.ok()) return status;
+  auto it = store_.find(key);
+  if (it == store_.end()) {
+    value->reset();
+  } else {
+    *value = it->second;
+  }
+  return Status::Ok();
+}
+
+Status CoordinationService::KvAdd(const std::string& key, int64_t delta, int64_t* value) {
+  Completions completions;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    status = ValidateKey(key);
+    if (status.ok()) {
+      int64_t current = 0;
+      auto it = store_.find(key);
+      if (it != store_.end()) {
+        std::optional<int64_t> parsed = ParseInt64(it->second);
+        if (!parsed) {
+          status = {StatusCode::kFailedPrecondition,
+                    "key '" + key + "' holds a value that is not a decimal integer; Add needs one"};
+        } else {
+          current = *parsed;
+        }
+      }
+      int64_t result = 0;
+      if (status.ok() && __builtin_add_overflow(current, delta, &result)) {
+        status = {StatusCode::kOutOfRange, "adding " + std::to_string(delta) + " to key '" + key + "' (" +
+                                               std::to_string(current) + ") overflows int64"};
+      }
+      if (status.ok()) status = StoreValue(key, std::to_string(result), completions);
+      if (status.ok()) *value = result;
+    }
+  }
+  Run(completions);
+  return status;
+}
+
+Status CoordinationService::KvCompareAndSet(const std::string& key,
+                                            const std::optional<std::string>& expected,
+                                            const std::string& desired, CasResult* result) {
+  Completions completions;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    status = ValidateKey(key);
+    if (status.ok()) {
+      auto it = store_.find(key);
+      result->found = it != store_.end();
+      result->current = result->found ? it->second : std::string();
+      bool match = expected ? (result->found && it->second == *expected) : !result->found;
+      result->swapped = false;
+      if (match) {
+        status = StoreValue(key, desired, completions);
+        result->swapped = status.ok();
+      }
+    }
+  }
+  Run(completions);
+  return status;
+}
+
+Status CoordinationService::KvDelete(const std::string& key, bool* deleted) {
+  std::lock_guard lock(mu_);
+  Status status = ValidateKey(key);
+  if (!status.ok()) return status;
+  auto it = store_.find(key);
+  *deleted = it != store_.end();
+  if (*deleted) {
+    store_bytes_ -= it->first.size() + it->second.size();
+    store_.erase(it);
+  }
+  return Status::Ok();
+}
+
+Status CoordinationService::KvList(const std::string& prefix,
+                                   std::vector<std::pair<std::string, std::string>>* entries) {
+  std::lock_guard lock(mu_);
+  if (prefix.size() > config_.max_key_bytes) {
+    return {StatusCode::kInvalidArgument, "prefix of " + std::to_string(prefix.size()) +
+                                              " bytes is longer than " +
+                                              std::to_string(config_.max_key_bytes) + " bytes"};
+  }
+  entries->clear();
+  for (auto it = store_.lower_bound(prefix); it != store_.end() && it->first.starts_with(prefix); ++it) {
+    entries->emplace_back(it->first, it->second);
+  }
+  return Status::Ok();
+}
+
+// ---- barriers ----
+
+void CoordinationService::Barrier(const std::string& name, int process_id, int count,
+                                  std::chrono::milliseconds timeout, Done done) {
+  Completions completions;
+  auto fail = [&](StatusCode code, std::string message) {
+    completions.push_back([done = std::move(done), s = Status{code, std::move(message)}] { done(s); });
+  };
+  {
+    std::lock_guard lock(mu_);
+    const std::string who = "rank " + std::to_string(process_id);
+    Status key = ValidateKey(name);
+    int num_processes = assignments_.empty() ? 0 : assignments_.front().num_processes;
+    if (!key.ok()) {
+      fail(key.code, "barrier name: " + key.message);
+    } else if (shut_down_) {
+      fail(StatusCode::kUnavailable, "the coordination service is shutting down");
+    } else if (timeout.count() <= 0) {
+      fail(StatusCode::kInvalidArgument, who + " waits at barrier '" + name + "' without a positive timeout");
+    } else if (count < 0) {
+      fail(StatusCode::kInvalidArgument, who + " gave barrier '" + name + "' a negative count");
+    } else if (count == 0 && state_ != JobState::kRunning) {
+      fail(StatusCode::kFailedPrecondition,
+           who + " waits at barrier '" + name + "' over all workers, but rendezvous is not complete");
+    } else if (process_id < 0 || (count == 0 && process_id >= num_processes)) {
+      fail(StatusCode::kInvalidArgument, who + " is not a worker of this job (" +
+                                             std::to_string(num_processes) +
+                                             " workers) and cannot wait at barrier '" + name + "'");
+    } else {
+      int wanted = count == 0 ? num_processes : count;
+      auto [it, created] = barriers_.try_emplace(name);
+      BarrierState& b = it->second;
+      if (created) {
+        b.count = wanted;
+        b.all_workers = count == 0;
+        b.first_process = process_id;
+      }
+      if (b.count != wanted) {
+        fail(StatusCode::kInvalidArgument, who + " arrived at barrier '" + name + "' expecting " +
+                                               std::to_string(wanted) + " participants, but rank " +
+                                               std::to_string(b.first_process) + " expects " +
+                                               std::to_string(b.count));
+      } else if (b.arrived.count(process_id)) {
+        fail(StatusCode::kAlreadyExists, who + " arrived twice at barrier '" + name + "'");
+      } else {
+        b.arrived[process_id] = BarrierWaiter{Now() + std::min(timeout, config_.max_wait), std::move(done)};
+        if (static_cast<int>(b.arrived.size()) >= b.count) {
+          for (auto& [id, w] : b.arrived) completions.push_back([d = std::move(w.done)] { d(Status::Ok()); });
+          barriers_.erase(it);  // the name can be used again
+        }
+      }
+    }
+  }
+  Run(completions);
+}
+
+// ---- time and shutdown ----
+
+void CoordinationService::FailAllWaits(const Status& status, Completions& completions) {
+  for (auto& [key, waiters] : kv_waiters_) {
+    for (KvWaiter& w : waiters)
+      completions.push_back([done = std::move(w.done), status] { done(status, {}); });
+  }
+  kv_waiters_.clear();
+  for (auto& [name, b] : barriers_) {
+    for (auto& [id, w] : b.arrived)
+      completions.push_back([done = std::move(w.done), status] { done(status); });
+  }
+  barriers_.clear();
+}
+
+void CoordinationService::Tick() {
+  Completions completions;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Now();
+    if (state_ == JobState::kRendezvous && now >= round_deadline_) {
+      int joined = static_cast<int>(
+          std::count_if(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.join.has_value(); }));
+      std::string message = "rendezvous timed out after " + Seconds(config_.initialization_timeout) +
+                            " (--initialization-timeout): " + std::to_string(joined) + " of " +
+                            std::to_string(config_.num_nodes) + " nodes joined; missing: " + MissingNodes();
+      FailedWorker f;
+      f.node_rank = -1;
+      for (int i = 0; i < config_.num_nodes && f.node_rank < 0; ++i) {
+        if (!nodes_[static_cast<size_t>(i)].join) f.node_rank = i;
+      }
+      f.host = HostOf(f.node_rank);
+      f.description = message;
+      FailRendezvous({StatusCode::kDeadlineExceeded, message}, completions);
+      root_cause_ = f;
+      exit_code_ = f.exit_code;
+      state_ = JobState::kStopped;
+      JobEvent event;
+      event.kind = JobEvent::Kind::kStop;
+      event.exit_code = f.exit_code;
+      event.root_cause = f;
+      final_event_ = event;
+      FailAllWaits({StatusCode::kAborted, message}, completions);
+      Broadcast(event);
+    }
+    for (int i = 0; i < config_.num_nodes; ++i) {
+      NodeState& n = nodes_[static_cast<size_t>(i)];
+      if (n.heartbeat_deadline && now >= *n.heartbeat_deadline && !n.succeeded) {
+        n.heartbeat_deadline.reset();
+        LoseNode(i, "no heartbeat for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
+                 completions);
+      }
+    }
+    for (auto it = kv_waiters_.begin(); it != kv_waiters_.end();) {
+      auto& waiters = it->second;
+      for (auto w = waiters.begin(); w != waiters.end();) {
+        if (now >= w->deadline) {
+          completions.push_back([done = std::move(w->done), key = it->first] {
+            done({StatusCode::kDeadlineExceeded, "key '" + key + "' was not set before the timeout"}, {});
+          });
+          w = waiters.erase(w);
+        } else {
+          ++w;
+        }
+      }
+      it = waiters.empty() ? kv_waiters_.erase(it) : std::next(it);
+    }
+    for (auto it = barriers_.begin(); it != barriers_.end();) {
+      BarrierState& b = it->second;
+      bool expired = std::any_of(b.arrived.begin(), b.arrived.end(),
+                                 [&](const auto& entry) { return now >= entry.second.deadline; });
+      if (!expired) {
+        ++it;
+        continue;
+      }
+      std::string message = "barrier '" + it->first + "' timed out: " + std::to_string(b.arrived.size()) +
+                            " of " + std::to_string(b.count) + " arrived";
+      if (b.all_workers) {
+        std::vector<std::string> missing;
+        for (int p = 0; p < b.count; ++p) {
+          if (!b.arrived.count(p)) missing.push_back(WorkerName(p));
+        }
+        message += "; missing: " + JoinNames(missing);
+      }
+      // A barrier fails for everyone at once, so no participant passes it while another gave up.
+      for (auto& [id, w] : b.arrived) {
+        completions.push_back(
+            [done = std::move(w.done), s = Status{StatusCode::kDeadlineExceeded, message}] { done(s); });
+      }
+      it = barriers_.erase(it);
+    }
+  }
+  Run(completions);
+}
+
+void CoordinationService::Shutdown() {
+  Completions completions;
+  {
+    std::lock_guard lock(mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    Status unavailable{StatusCode::kUnavailable, "the coordination service is shutting down"};
+    FailRendezvous(unavailable, completions);
+    FailAllWaits(unavailable, completions);
+  }
+  Run(completions);
+}
+
+JobState CoordinationService::State() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+int CoordinationService::CurrentRound() const {
+  std::lock_guard lock(mu_);
+  return round_;
+}
+
+std::optional<int> CoordinationService::ExitCode() const {
+  std::lock_guard lock(mu_);
+  return exit_code_;
+}
+
+std::optional<FailedWorker> CoordinationService::RootCause() const {
+  std::lock_guard lock(mu_);
+  return root_cause_;
+}
+
+}  // namespace distrun

@@ -1,0 +1,163 @@
+#pragma once
+// The coordination service's logic (DESIGN §4): rendezvous, liveness bookkeeping, failure propagation,
+// key-value store and barriers. No gRPC types here: runtime/grpc_server.cc adapts it to the wire, and the
+// tests drive it in-process with a fake clock.
+//
+// Calls that wait (Join, KvGet, Barrier) take a completion callback, run exactly once, outside the
+// service's lock, possibly on another caller's thread. Waits end at their deadline when Tick() runs
+// (the transport calls it on a timer). Event sinks run under the lock, so they must only queue.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/types.h"
+
+namespace distrun {
+
+using RuntimeClock = std::function<std::chrono::steady_clock::time_point()>;
+
+struct ServiceConfig {
+  int num_nodes = 1;
+  int max_restarts = 0;
+  std::string run_id;
+  std::vector<std::string> expected_hosts;  // by node rank, where known: names missing nodes in messages
+  std::chrono::milliseconds initialization_timeout{300'000};
+  std::chrono::milliseconds heartbeat_timeout{100'000};
+  std::chrono::milliseconds max_wait{24 * 3600 * 1000};  // longer client timeouts are cut to this
+  size_t max_key_bytes = 4096;
+  size_t max_value_bytes = 1 << 20;
+  size_t max_store_bytes = size_t{256} << 20;  // keys + values
+  RuntimeClock clock;                          // unset: steady_clock
+};
+
+enum class JobState { kRendezvous, kRunning, kSucceeded, kStopped };
+
+class CoordinationService {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using JoinDone = std::function<void(const Status&, const NodeAssignment&)>;
+  using ValueDone = std::function<void(const Status&, const std::string& value)>;
+  using Done = std::function<void(const Status&)>;
+  using EventSink = std::function<void(const JobEvent&)>;
+
+  // Throws std::invalid_argument for a config that cannot work (no nodes).
+  explicit CoordinationService(ServiceConfig config);
+  ~CoordinationService();
+  CoordinationService(const CoordinationService&) = delete;
+  CoordinationService& operator=(const CoordinationService&) = delete;
+
+  // Rendezvous: `done` runs when every node of the round joined, or with an error (bad request, timeout
+  // naming the missing nodes, job stopped).
+  void Join(const NodeJoin& join, JoinDone done);
+
+  // Liveness. An agent attaches its event stream once; `sink` gets every event for it, and the current
+  // stop/complete event at once if the job already ended. Returns the stream's id for Heartbeat/Detach.
+  Status AttachAgent(int node_rank, EventSink sink, uint64_t* stream_id);
+  // Refreshes the node's deadline and answers with a heartbeat event.
+  void Heartbeat(uint64_t stream_id);
+  // The stream broke: the node is dead at once unless it has finished or the job is over.
+  void DetachAgent(uint64_t stream_id);
+
+  // The first failure of a round is the root cause: every agent is told to stop (exit code of the root
+  // cause) or, when restarts remain, to restart. `root_cause` says whether this report was the first.
+  Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause);
+  Status ReportSuccess(int node_rank, int restart_round);
+
+  // Key-value store. Values are bytes; Add keeps a decimal int64.
+  Status KvSet(const std::string& key, const std::string& value);
+  void KvGet(const std::string& key, std::chrono::milliseconds timeout, ValueDone done);
+  Status KvTryGet(const std::string& key, std::optional<std::string>* value);
+  Status KvAdd(const std::string& key, int64_t delta, int64_t* value);
+  // `expected` unset: swap only when the key is absent.
+  Status KvCompareAndSet(const std::string& key, const std::optional<std::string>& expected,
+                         const std::string& desired, CasResult* result);
+  Status KvDelete(const std::string& key, bool* deleted);
+  Status KvList(const std::string& prefix, std::vector<std::pair<std::string, std::string>>* entries);
+
+  // `count` 0: every worker of the current round, which must have finished rendezvous.
+  void Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout,
+               Done done);
+
+  // Ends every wait whose deadline passed and declares nodes dead whose heartbeats stopped.
+  void Tick();
+  // Fails every pending wait with UNAVAILABLE; later waits fail at once. For the transport's shutdown.
+  void Shutdown();
+
+  JobState State() const;
+  int CurrentRound() const;
+  std::optional<int> ExitCode() const;  // set once the job ended (0 when every node succeeded)
+  std::optional<FailedWorker> RootCause() const;
+  // "waiting for 2 of 3 nodes; missing: node 2 (host-c)"; empty outside rendezvous.
+  std::string RendezvousProgress() const;
+
+ private:
+  using Completions = std::vector<std::function<void()>>;
+
+  struct NodeState {
+    std::optional<NodeJoin> join;  // this round
+    JoinDone join_done;
+    std::optional<uint64_t> stream;
+    std::optional<Clock::time_point> heartbeat_deadline;
+    bool succeeded = false;  // this round
+  };
+  struct KvWaiter {
+    uint64_t id;
+    Clock::time_point deadline;
+    ValueDone done;
+  };
+  struct BarrierWaiter {
+    Clock::time_point deadline;
+    Done done;
+  };
+  struct BarrierState {
+    int count = 0;  // resolved participant count
+    bool all_workers = false;
+    int first_process = 0;  // who set the count, for messages
+    std::map<int, BarrierWaiter> arrived;
+  };
+
+  Clock::time_point Now() const;
+  std::string HostOf(int node_rank) const;  // as joined, else as expected; may be empty
+  std::string NodeName(int node_rank) const;
+  std::string WorkerName(int process_id) const;
+  std::string MissingNodes() const;
+  Status ValidateKey(const std::string& key) const;
+  Status StoreValue(const std::string& key, const std::string& value, Completions& completions);
+  void CompleteRendezvous(Completions& completions);
+  void FailRendezvous(const Status& status, Completions& completions);
+  void FailAllWaits(const Status& status, Completions& completions);
+  void Broadcast(const JobEvent& event);
+  void RecordFailure(const FailedWorker& failure, bool allow_restart, Completions& completions);
+  void LoseNode(int node_rank, const std::string& why, Completions& completions);
+  static void Run(Completions& completions);
+
+  ServiceConfig config_;
+  mutable std::mutex mu_;
+  bool shut_down_ = false;
+  JobState state_ = JobState::kRendezvous;
+  int round_ = 0;
+  Clock::time_point round_deadline_;
+  std::vector<NodeState> nodes_;
+  std::map<uint64_t, int> streams_;  // stream id → node rank
+  std::map<uint64_t, EventSink> sinks_;
+  uint64_t next_id_ = 1;
+  std::vector<NodeAssignment> assignments_;  // by node rank, once rendezvous completed
+  std::optional<FailedWorker> root_cause_;
+  std::optional<int> exit_code_;
+  std::optional<JobEvent> final_event_;
+
+  std::map<std::string, std::string> store_;
+  size_t store_bytes_ = 0;
+  std::map<std::string, std::vector<KvWaiter>> kv_waiters_;
+  std::map<std::string, BarrierState> barriers_;
+};
+
+}  // namespace distrun

@@ -1,0 +1,89 @@
+#pragma once
+// Plain values exchanged by the runtime's parts: the service, the transport, the agent and the client. The
+// wire form of each is in runtime/distrun.proto; these carry no gRPC or protobuf types, so code using them
+// compiles without those headers.
+
+#include <string>
+#include <vector>
+
+namespace distrun {
+
+enum class StatusCode {
+  kOk,
+  kInvalidArgument,
+  kNotFound,
+  kAlreadyExists,
+  kFailedPrecondition,
+  kOutOfRange,
+  kDeadlineExceeded,
+  kResourceExhausted,
+  kAborted,
+  kUnavailable,
+  kUnauthenticated,
+  kCancelled,
+};
+
+struct Status {
+  StatusCode code = StatusCode::kOk;
+  std::string message;
+
+  bool ok() const { return code == StatusCode::kOk; }
+  static Status Ok() { return {}; }
+};
+
+const char* StatusCodeName(StatusCode code);
+
+// A node's agent ends the job with this exit code when it is lost (broken stream, missed heartbeats):
+// no worker exit code exists for it.
+inline constexpr int kLostAgentExitCode = 1;
+
+struct NodeJoin {
+  int node_rank = 0;
+  int num_nodes = 0;
+  std::string host;
+  int local_workers = 0;
+  std::vector<std::string> device_tokens;
+  std::string run_id;
+  int restart_round = 0;
+  int proposed_master_port = 0;  // 0: none
+  int proposed_jax_port = 0;
+};
+
+struct NodeAssignment {
+  int rank_offset = 0;
+  int num_processes = 0;
+  int num_nodes = 0;
+  int node_rank = 0;
+  std::string process0_host;
+  int master_port = 0;
+  int jax_port = 0;
+  std::string run_id;
+  int restart_round = 0;
+};
+
+struct FailedWorker {
+  int node_rank = -1;
+  std::string host;
+  int process_id = -1;  // -1: no single worker
+  int exit_code = 1;
+  std::string description;
+};
+
+// "rank 3 on node 1 (host-b): exited with code 7"
+std::string DescribeFailure(const FailedWorker& failure);
+
+struct JobEvent {
+  enum class Kind { kHeartbeat, kStop, kRestart, kComplete };
+  Kind kind = Kind::kHeartbeat;
+  int exit_code = 0;      // kStop
+  int restart_round = 0;  // kRestart: the round to join next
+  FailedWorker root_cause;
+};
+
+struct CasResult {
+  bool swapped = false;
+  bool found = false;
+  std::string current;  // the value before the call
+};
+
+}  // namespace distrun
