@@ -1,6 +1,7 @@
 #include "detect/detection.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "detect/detector.h"
 #include "detect/devices.h"
@@ -47,7 +48,10 @@ void WarnIfSlurmBatchStep(const Environment& env, Topology& t) {
 }
 
 bool IsLoopbackName(std::string_view host) {
-  return host == "localhost" || host == "::1" || host.starts_with("127.") || host == "ip6-localhost";
+  std::string h(host);
+  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return h == "localhost" || h.starts_with("localhost.") || h == "ip6-localhost" || h == "::1" ||
+         h.starts_with("127.") || h.starts_with("::ffff:127.") || h == "0.0.0.0" || h == "::";
 }
 
 void ApplyExplicitValues(const ExplicitTopology& ex, Topology& t) {
@@ -108,6 +112,9 @@ Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
         break;
       }
     }
+    // Explicit values come before every detector: with nothing detected, an explicit process id makes
+    // this one process of an explicit job (as with deactivate), not a workstation's node.
+    if (t.method == "local" && ex.process_id) t.method = "explicit";
   } else if (ex.method == "deactivate") {
     t = LocalTopology(env);
     t.method = "explicit";
@@ -136,6 +143,13 @@ Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
   if (auto visible = ReadVisibleDevices(env)) {
     t.visible_devices = visible->tokens;
     t.device_variable = visible->variable;
+    if (!visible->ignored.empty()) {
+      t.warnings.push_back(visible->variable + "='" + env.GetOr(visible->variable, "") +
+                           "' holds a negative index: CUDA ignores it and every entry after it, so only " +
+                           std::to_string(visible->tokens.size()) +
+                           " device(s) are used; remove the entries "
+                           "from the negative one on if that is not what you meant");
+    }
   }
   ApplyExplicitValues(ex, t);
 

@@ -53,19 +53,6 @@ long long ParseJobNumber(std::string_view name, std::string_view value) {
   return number;
 }
 
-std::vector<std::string> ParseDeviceList(std::string_view name, std::string_view value) {
-  std::vector<std::string> tokens;
-  if (value.empty()) return tokens;
-  for (std::string& field : Split(value, ',')) {
-    if (field.empty() || Trim(field) != field) {
-      ThrowBadVariable(name, value, "has an empty or space-padded device entry",
-                       "use comma-separated ids such as 0,1 or GPU-<uuid> with no spaces");
-    }
-    tokens.push_back(std::move(field));
-  }
-  return tokens;
-}
-
 void RequirePositive(std::string_view name, int count) {
   if (count < 1) {
     throw UsageError(

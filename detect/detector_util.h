@@ -26,10 +26,6 @@ std::string ShownValue(std::string_view value);
 // A non-negative decimal job or step number up to 2^32-1 (Slurm's federated job ids exceed an int).
 long long ParseJobNumber(std::string_view name, std::string_view value);
 
-// Comma-separated device tokens ("0,1", "GPU-…"), kept as written; empty fields are errors. An empty value
-// gives no tokens.
-std::vector<std::string> ParseDeviceList(std::string_view name, std::string_view value);
-
 // Checks that `count` is at least 1, naming the variable.
 void RequirePositive(std::string_view name, int count);
 

@@ -33,10 +33,9 @@ bool NoProxyCovers(std::string_view no_proxy, std::string_view host) {
 std::string RedactProxyCredentials(std::string_view url) {
   size_t scheme = url.find("://");
   size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
-  size_t at = url.find('@', start);
-  size_t slash = url.find('/', start);
-  if (at == std::string_view::npos || (slash != std::string_view::npos && slash < at))
-    return std::string(url);
+  // The last '@': passwords are often written with a raw '@' or '/', and no part of them may show.
+  size_t at = url.rfind('@');
+  if (at == std::string_view::npos || at < start) return std::string(url);
   return std::string(url.substr(0, start)) + "***" + std::string(url.substr(at));
 }
 

@@ -4,6 +4,7 @@
 
 #include "detect/coordinator_port.h"
 #include "detect/detector_util.h"
+#include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/hostlist.h"
 #include "detect/parse.h"
@@ -213,7 +214,8 @@ SlurmStep ReadSlurmStep(const Environment& env) {
 
   for (const char* name : {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}) {
     if (const std::string* gpus = env.Get(name)) {
-      s.gpus = ParseDeviceList(name, *gpus);
+      // An empty value (a step without GPUs) gives none; anything else must be a valid token list.
+      if (!gpus->empty()) s.gpus = ParseDeviceTokens(name, *gpus);
       s.gpu_variable = name;
       break;
     }

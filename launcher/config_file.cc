@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "detect/errors.h"
+#include "detect/parse.h"
 
 namespace distrun {
 namespace {
@@ -44,19 +46,20 @@ std::string Suggestion(const std::string& key) {
   return best.empty() ? "" : "did you mean '" + best + "'? ";
 }
 
-std::string ScalarText(const YAML::Node& node, const std::string& where, const std::string& key) {
+std::string ScalarText(const YAML::Node& node, const std::string& path, const std::string& key) {
   if (node.IsScalar()) return node.Scalar();
   if (node.IsSequence()) {
     std::string joined;
     for (const auto& item : node) {
       if (!item.IsScalar()) {
-        throw UsageError(Where(where, item.Mark()) + ": '" + key + "' must be a value or a list of values");
+        throw UsageError(Where(path, item.Mark()) + ": '" + key + "' must be a value or a list of values");
       }
       joined += (joined.empty() ? "" : ",") + item.Scalar();
     }
     return joined;
   }
-  throw UsageError(where + ": '" + key + "' must be a value or a list of values, not a map or null");
+  throw UsageError(Where(path, node.Mark()) + ": '" + key +
+                   "' must be a value or a list of values, not a map or null");
 }
 
 }  // namespace
@@ -66,22 +69,33 @@ ConfigFile ParseConfigText(const std::string& text, const std::string& path) {
   config.path = path;
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      throw UsageError(Where(path, documents[1].Mark()) +
+                       ": a second YAML document (after ---) would be ignored; keep one document");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::ParserException& e) {
     throw UsageError(Where(path, e.mark) + ": invalid YAML: " + e.msg + "; fix the syntax");
   }
-  if (root.IsNull()) return config;  // an empty file sets nothing
+  if (!root || root.IsNull()) return config;  // an empty file sets nothing
   if (!root.IsMap()) {
     throw UsageError(Where(path, root.Mark()) +
                      ": the config must be a map of keys such as 'nproc_per_node: 4'");
   }
+  std::map<std::string, std::string> seen;  // key → where it was first given
   for (const auto& entry : root) {
     const YAML::Node& key_node = entry.first;
     const YAML::Node& value = entry.second;
     std::string key = key_node.Scalar();
     std::string where = Where(path, key_node.Mark());
+    if (auto [it, fresh] = seen.emplace(key, where); !fresh) {
+      throw UsageError(where + ": key '" + key + "' is given twice (first at " + it->second + "); keep one");
+    }
     if (key == "command") {
-      if (value.IsScalar()) {
+      if (value.IsScalar() && Trim(value.Scalar()).empty()) {
+        throw UsageError(where + ": 'command' is empty; give the command to run or remove the key");
+      } else if (value.IsScalar()) {
         // A string is a shell command line, as users write it in job scripts.
         config.command = {"/bin/sh", "-c", value.Scalar()};
       } else if (value.IsSequence() && value.size() > 0) {
@@ -103,11 +117,9 @@ ConfigFile ParseConfigText(const std::string& text, const std::string& path) {
       throw UsageError(where + ": unknown key '" + key + "'; " + Suggestion(key) +
                        "see `distrun --help` for the keys (option names with underscores)");
     }
-    if (value.IsNull())
-      throw UsageError(Where(path, value.Mark()) + ": '" + key +
-                       "' has no value; give one or remove the key");
+    if (value.IsNull()) throw UsageError(where + ": '" + key + "' has no value; give one or remove the key");
     config.values[match->name] =
-        RawValue{ScalarText(value, Where(path, value.Mark()), key), Where(path, value.Mark()) + ": " + key};
+        RawValue{ScalarText(value, path, key), Where(path, value.Mark()) + ": " + key};
   }
   return config;
 }
@@ -122,7 +134,8 @@ ConfigFile LoadConfigFile(const std::optional<std::string>& explicit_path, const
     return {};
   }
   std::ifstream in(path);
-  if (!in) {
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) {
     throw UsageError("--config='" + path + "' cannot be read; check the path and its permissions");
   }
   std::stringstream text;

@@ -1,5 +1,6 @@
 #include "launcher/detect_report.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "detect/parse.h"
@@ -108,7 +109,12 @@ void FlattenEnv(const std::string& prefix, const ReportValue& v, std::string& ou
 // with several workers each worker's variables are prefixed DISTRUN_WORKER_<i>_.
 std::string EnvReport(const Plan& plan, const ReportValue& report) {
   std::string out;
-  for (const auto& w : plan.warnings) out += "# warning: " + w + "\n";
+  for (std::string w : plan.warnings) {
+    // Warnings quote values from the environment: a line break in one must not end the comment.
+    std::replace_if(
+        w.begin(), w.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+    out += "# warning: " + w + "\n";
+  }
   for (const auto& [key, child] : std::get<ReportMap>(report.value)) {
     if (key == "workers" || key == "warnings" || key == "options") continue;
     FlattenEnv("DISTRUN_DETECT_" + Upper(key), child, out);

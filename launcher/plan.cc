@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <tuple>
 
@@ -60,10 +61,8 @@ std::vector<std::string> SliceDevices(const std::vector<std::string>& tokens, in
 
 int WorkersPerNode(const Options& o, const Environment& env, size_t gpu_count, const std::string& source) {
   const std::string& n = o.nproc_per_node;
-  if (n == "auto")
-    return gpu_count > 0 ? static_cast<int>((gpu_count + static_cast<size_t>(o.gpus_per_worker) - 1) /
-                                            static_cast<size_t>(o.gpus_per_worker))
-                         : 1;
+  // auto never makes workers share GPUs: leftover GPUs stay idle (ComputeLocalLayout says so).
+  if (n == "auto") return gpu_count > 0 ? std::max(1, static_cast<int>(gpu_count) / o.gpus_per_worker) : 1;
   if (n == "gpu") {
     if (gpu_count == 0) {
       throw UsageError("--nproc-per-node=gpu but no GPU was found (" + source +
@@ -117,7 +116,11 @@ LocalLayout ComputeLocalLayout(const Topology& t, const Options& o, const Enviro
     // Each task either sees only its own devices (srun --gpus-per-task) and keeps them, or sees the
     // node's devices and takes its share by local rank: never SLURM_LOCALID as a device index blindly.
     int slot = static_cast<int>(tokens.size()) <= gpw ? 0 : t.local_task;
-    if (!tokens.empty() && static_cast<size_t>((slot + 1) * gpw) > tokens.size()) {
+    if (!tokens.empty() && static_cast<size_t>(gpw) > tokens.size()) {
+      layout.warnings.push_back("--gpus-per-worker=" + std::to_string(gpw) + " but only " +
+                                std::to_string(tokens.size()) + " GPU(s) are visible in " + source + "=" +
+                                Join(tokens) + ": the worker gets those; request more GPUs per task");
+    } else if (!tokens.empty() && static_cast<size_t>((slot + 1) * gpw) > tokens.size()) {
       layout.warnings.push_back(std::string(LocalRankVariable(t.method)) + "=" +
                                 std::to_string(t.local_task) + " is beyond the " +
                                 std::to_string(tokens.size()) + " GPUs in " + source + "=" + Join(tokens) +
@@ -130,12 +133,16 @@ LocalLayout ComputeLocalLayout(const Topology& t, const Options& o, const Enviro
     bool one_per_node = t.launch_mode == LaunchMode::kPerNode;
     layout.unit_index = one_per_node ? t.node_rank : t.task_id;
     layout.units = one_per_node ? t.num_nodes : t.num_tasks;
-    if (!tokens.empty() && static_cast<size_t>(layout.local_workers * gpw) > tokens.size()) {
+    const size_t wanted = static_cast<size_t>(layout.local_workers) * static_cast<size_t>(gpw);
+    if (!tokens.empty() && wanted > tokens.size()) {
       layout.warnings.push_back(std::to_string(layout.local_workers) + " workers with " +
                                 std::to_string(gpw) + " GPU(s) each need more than the " +
                                 std::to_string(tokens.size()) + " GPUs of this node (" + source +
-                                "): workers will share GPUs; lower "
-                                "--nproc-per-node or --gpus-per-worker");
+                                "): workers will share GPUs; lower --nproc-per-node or --gpus-per-worker");
+    } else if (!tokens.empty() && wanted < tokens.size() && o.nproc_per_node == "auto") {
+      layout.warnings.push_back(
+          std::to_string(tokens.size() - wanted) + " of the " + std::to_string(tokens.size()) + " GPUs (" +
+          source + ") stay idle: they do not fill a worker of --gpus-per-worker=" + std::to_string(gpw));
     }
     for (int i = 0; i < layout.local_workers; ++i)
       layout.worker_devices.push_back(SliceDevices(tokens, i, gpw));
@@ -242,7 +249,9 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
     }
     if (o.export_jax) {
       set("JAX_COORDINATOR_ADDRESS", jax_address);
-      if (!o.device_binding) set("JAX_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
+      if (!o.device_binding && !w.local_device_ids.empty()) {
+        set("JAX_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
+      }
     }
     if (o.export_keras) {
       set("KERAS_DISTRIBUTION_JOB_ADDRESSES", jax_address);

@@ -94,6 +94,13 @@ void WriteJson(const ReportValue& v, int indent, int depth, std::string& out) {
 // misread as another type or break the structure.
 void WriteYaml(const ReportValue& v, int depth, std::string& out) {
   std::string pad(static_cast<size_t>(2 * depth), ' ');
+  // An empty list or map has no block form (it would read back as null): write it in flow style.
+  auto* as_list = std::get_if<ReportList>(&v.value);
+  auto* as_map = std::get_if<ReportMap>(&v.value);
+  if ((as_list && as_list->empty()) || (as_map && as_map->empty())) {
+    out += pad + (as_list ? "[]" : "{}") + "\n";
+    return;
+  }
   if (auto* m = std::get_if<ReportMap>(&v.value)) {
     for (const auto& [key, child] : *m) {
       out += pad + JsonString(key) + ":";
