@@ -22,6 +22,7 @@ struct Parser {
   bool detect = false;
   bool dry_run = false;
   bool version = false;
+  bool verbose = false;
   std::string config;
   std::vector<std::string> values;  // one slot per option table row
   std::vector<CLI::Option*> opts;
@@ -31,6 +32,7 @@ struct Parser {
     app.add_flag("--detect", detect, "print the detected topology and per-worker plan, then exit");
     app.add_flag("--dry-run", dry_run, "print the plan for the command, then exit without starting it");
     app.add_flag("--version", version, "print the version and built-in features, then exit");
+    app.add_flag("-v,--verbose", verbose, "distrun's own messages at debug level (--log-level debug)");
     app.add_option("--config", config, "YAML config file (default: ./distrun.yaml if present)")
         ->type_name("FILE");
     const auto& table = OptionTable();
@@ -57,24 +59,25 @@ std::string HelpText() {
 
 CommandLine ParseCommandLine(int argc, const char* const* argv) {
   CommandLine cl;
-  // Everything after the first "--" is the worker command, untouched.
-  std::vector<std::string> own;
-  bool after_dashes = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (after_dashes) {
-      cl.command.push_back(arg);
-    } else if (arg == "--") {
-      after_dashes = true;
-    } else {
-      own.push_back(arg);
+  Parser p;
+  // The first "--" or the first word that is not an option starts the worker command; everything after
+  // it, later "--" included, belongs to the command untouched.
+  p.app.prefix_command(true);
+  // CLI11 would take a "--" right after a flag as that flag's value.
+  for (int i = 1; i + 1 < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (std::string_view(argv[i + 1]) == "--" && arg.starts_with("--") &&
+        arg.find('=') == std::string_view::npos) {
+      const std::string name(arg.substr(2));
+      bool takes_value = name == "config";
+      for (const OptionSpec& spec : OptionTable()) takes_value = takes_value || name == spec.name;
+      if (takes_value) throw UsageError(std::string(arg) + " needs a value before --; run `distrun --help`");
     }
   }
-
-  Parser p;
-  p.app.prefix_command(true);  // a first non-option word starts the command: `distrun python train.py`
   try {
-    std::vector<std::string> reversed(own.rbegin(), own.rend());
+    std::vector<std::string> reversed;
+    for (int i = argc - 1; i >= 1; --i) reversed.emplace_back(argv[i]);
     p.app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
     cl.action = Action::kHelp;
@@ -88,22 +91,19 @@ CommandLine ParseCommandLine(int argc, const char* const* argv) {
     throw UsageError(what + "; run `distrun --help` for the expected value");
   }
   std::vector<std::string> rest = p.app.remaining();
-  if (!rest.empty()) {
-    if (!rest.front().empty() && rest.front()[0] == '-') {
-      throw UsageError("unknown option '" + rest.front() + "'; run `distrun --help` for the options");
-    }
-    if (!cl.command.empty()) {
-      throw UsageError("'" + rest.front() +
-                       "' given before -- and a command after it; put the whole command after --");
-    }
-    cl.command = rest;
+  if (!rest.empty() && rest.front() == "--") {
+    rest.erase(rest.begin());
+  } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
+    throw UsageError("unknown option '" + rest.front() + "'; run `distrun --help` for the options");
   }
+  cl.command = rest;
 
   const auto& table = OptionTable();
   for (size_t i = 0; i < table.size(); ++i) {
     if (p.opts[i]->count() > 0)
       cl.flags[table[i].name] = RawValue{p.values[i], std::string("--") + table[i].name};
   }
+  if (p.verbose && !cl.flags.contains("log-level")) cl.flags["log-level"] = RawValue{"debug", "--verbose"};
   if (!p.config.empty()) cl.config_path = p.config;
   int actions = int(p.detect) + int(p.dry_run) + int(p.version);
   if (actions > 1) throw UsageError("--detect, --dry-run and --version exclude each other; give one");

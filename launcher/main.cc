@@ -1,7 +1,10 @@
 // distrun's entry point: wires environment → options → topology → plan → action.
 
+#include <spdlog/logger.h>
+
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "detect/detection.h"
@@ -11,7 +14,9 @@
 #include "launcher/config_file.h"
 #include "launcher/detect_report.h"
 #include "launcher/options.h"
+#include "launcher/output.h"
 #include "launcher/plan.h"
+#include "launcher/supervisor.h"
 #include "launcher/version.h"
 
 namespace distrun {
@@ -63,7 +68,10 @@ int Run(int argc, const char* const* argv) {
         "no command to run; give one after -- (distrun -- python train.py), set 'command:' in "
         "distrun.yaml, or use --detect");
   }
-  throw UsageError("launching workers is not available in this version; use --detect or --dry-run");
+  std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
+  for (const auto& w : plan.warnings) log->warn("{}", w);
+  Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log);
+  return supervisor.Run();
 }
 
 }  // namespace

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/output.h"
+#include "launcher/signal_names.h"
 
 namespace distrun {
 namespace {
@@ -34,6 +37,24 @@ std::vector<std::string> CommaList(const std::string& where, const std::string& 
     items.emplace_back(t);
   }
   return items;
+}
+
+// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h").
+double Seconds(const std::string& where, const std::string& value) {
+  const char* expected = "use seconds (0.5, 30) or a number with s, m or h (90s, 10m, 2h)";
+  std::string_view t = Trim(value);
+  double unit = 1;
+  if (!t.empty() && (t.back() == 's' || t.back() == 'm' || t.back() == 'h')) {
+    unit = t.back() == 'h' ? 3600 : t.back() == 'm' ? 60 : 1;
+    t.remove_suffix(1);
+  }
+  if (t.empty() || t.find_first_not_of("0123456789.") != std::string_view::npos) Bad(where, value, expected);
+  double n = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+  if (ec != std::errc() || end != t.data() + t.size()) Bad(where, value, expected);
+  n *= unit;
+  if (!(n <= 1e9)) Bad(where, value, "use at most 1e9 seconds");
+  return n;
 }
 
 const std::vector<OptionSpec> kTable = {
@@ -81,7 +102,7 @@ const std::vector<OptionSpec> kTable = {
      "CUDA_VISIBLE_DEVICES for planning)",
      nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
-       o.topology.local_device_ids = ParseDeviceList(where, v);
+       o.topology.local_device_ids = ParseDeviceTokens(where, v);
      }},
     {"nproc-per-node", "N|gpu|cpu|auto", "workers per node in per-node mode (auto: one per GPU, or 1)",
      "auto",
@@ -130,9 +151,10 @@ const std::vector<OptionSpec> kTable = {
      }},
     {"run-id", "ID", "job identity given to workers (default: the launcher's job id, else random)", nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
-       if (v.empty() || v.find_first_of(" \t\n'\"\\$`") != std::string::npos) {
-         Bad(where, v, "use letters, digits, '-', '_' or '.'");
-       }
+       bool ok = !v.empty() && v.size() <= 128 && std::all_of(v.begin(), v.end(), [](char c) {
+         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+       });
+       if (!ok) Bad(where, v, "use up to 128 letters, digits, '-', '_' or '.'");
        o.run_id = v;
      }},
     {"max-restarts", "N", "restart all workers up to N times after a failure", "0",
@@ -159,6 +181,48 @@ const std::vector<OptionSpec> kTable = {
          Bad(where, v, "use trace, debug, info, warn, error or off");
        }
        o.log_level = v;
+     }},
+    {"grace-period", "SECONDS",
+     "how long workers get between SIGTERM and SIGKILL when the job stops (fractions allowed: 0.5)", "30",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.grace_period_s = Seconds(where, v);
+     }},
+    {"timeout", "SECONDS", "stop the job after this much wall time and exit with code 124 (90s, 2h; 0: none)",
+     "0",
+     [](Options& o, const std::string& where, const std::string& v) { o.timeout_s = Seconds(where, v); }},
+    {"forward-signals", "LIST",
+     "signals passed on to every worker without stopping the job: names like USR1,USR2, or none", "USR1,USR2",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.forward_signals = ParseForwardSignals(where, v);
+     }},
+    {"tag-output", "auto|on|off",
+     "prefix each line of worker output (auto: when the job has several workers)", "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "auto")
+         o.tag_output = TagOutput::kAuto;
+       else if (v == "on")
+         o.tag_output = TagOutput::kOn;
+       else if (v == "off")
+         o.tag_output = TagOutput::kOff;
+       else
+         Bad(where, v, "use auto, on or off");
+     }},
+    {"tag-template", "TEMPLATE", "the prefix of each output line, with {rank}, {local_rank} and {host}",
+     "[{rank}] ",
+     [](Options& o, const std::string& where, const std::string& v) {
+       ValidateTagTemplate(where, v);
+       o.tag_template = v;
+     }},
+    {"log-dir", "DIR", "also write each rank's output to DIR/rank-N.out and DIR/rank-N.err (all ranks)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "name a directory");
+       o.log_dir = v;
+     }},
+    {"ranks-filter", "LIST", "show only these ranks' output on the console: 0,3 or 0-3,8 (files keep all)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.ranks_filter = ParseRankList(where, v);
      }},
 };
 

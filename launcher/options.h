@@ -16,6 +16,7 @@ enum class OptionSource { kDefault, kConfig, kEnvironment, kFlag };
 const char* OptionSourceName(OptionSource source);
 
 enum class DetectFormat { kText, kJson, kYaml, kEnv };
+enum class TagOutput { kAuto, kOn, kOff };
 
 struct Options {
   ExplicitTopology topology;              // detection method and explicit values
@@ -41,6 +42,15 @@ struct Options {
     OptionSource source = OptionSource::kDefault;
   };
   std::map<std::string, Effective> effective;
+
+  // Supervision and output of launched workers (launcher/supervisor.h, launcher/output.h).
+  double grace_period_s = 30;        // SIGTERM → SIGKILL
+  double timeout_s = 0;              // wall time of the job; 0: none
+  std::vector<int> forward_signals;  // forwarded to workers without stopping the job
+  TagOutput tag_output = TagOutput::kAuto;
+  std::string tag_template = "[{rank}] ";
+  std::optional<std::string> log_dir;
+  std::optional<std::vector<int>> ranks_filter;  // console only
 };
 
 // One row of the option table.

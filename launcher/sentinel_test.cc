@@ -1,0 +1,113 @@
+#include "launcher/sentinel.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "launcher/spawn.h"
+
+namespace distrun {
+namespace {
+
+using namespace std::string_literals;
+
+TEST(SpawnSentinel, EnvironMatching) {
+  std::string block = "A=1\0B=two\0C=\0"s;
+  EXPECT_TRUE(EnvironHasAll(block, {"A=1"}));
+  EXPECT_TRUE(EnvironHasAll(block, {"B=two", "A=1", "C="}));
+  EXPECT_FALSE(EnvironHasAll(block, {"A=1", "B=tw"}));
+  EXPECT_FALSE(EnvironHasAll(block, {"A="}));
+  EXPECT_FALSE(EnvironHasAll(block, {}));
+  EXPECT_FALSE(EnvironHasAll("", {"A=1"}));
+}
+
+TEST(SpawnSentinel, FingerprintPrefersDistrunsOwnVariables) {
+  std::vector<std::pair<std::string, std::string>> env = {{"DISTRUN_PROCESS_ID", "3"},
+                                                          {"DISTRUN_RUN_ID", "r"},
+                                                          {"DISTRUN_COORDINATOR_ADDRESS", "h:1"},
+                                                          {"RANK", "3"},
+                                                          {"MASTER_ADDR", "h"},
+                                                          {"MASTER_PORT", "2"},
+                                                          {"TORCHELASTIC_RUN_ID", "r"},
+                                                          {"OMP_NUM_THREADS", "1"}};
+  EXPECT_EQ(FingerprintOf(env),
+            (std::vector<std::string>{"DISTRUN_RUN_ID=r", "DISTRUN_COORDINATOR_ADDRESS=h:1",
+                                      "DISTRUN_PROCESS_ID=3"}));
+  env.erase(env.begin(), env.begin() + 3);  // --export torch
+  EXPECT_EQ(FingerprintOf(env),
+            (std::vector<std::string>{"TORCHELASTIC_RUN_ID=r", "RANK=3", "MASTER_ADDR=h", "MASTER_PORT=2"}));
+  EXPECT_TRUE(FingerprintOf({{"OMP_NUM_THREADS", "1"}}).empty());
+}
+
+// Whether `pid` has ended (gone, or a zombie nobody reaped yet); reaps it if it is ours.
+bool Ended(pid_t pid) {
+  ::waitpid(pid, nullptr, WNOHANG);
+  std::string text = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
+  if (text.empty()) return true;
+  size_t close = text.rfind(')');
+  return close != std::string::npos && text.substr(close + 2, 1) == "Z";
+}
+
+bool EndsWithin(pid_t pid, std::chrono::milliseconds limit) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (Ended(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Ended(pid);
+}
+
+// A process that left its parent's session (setsid) and outlives its parent; returns its pid.
+pid_t StartEscapee(const std::string& mark) {
+  SpawnSpec spec;
+  spec.argv = {"sh", "-c", "setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $!"};
+  spec.env = {"PATH=/usr/bin:/bin", mark};
+  Child c = Child::Start(spec);
+  ::fcntl(c.stdout_pipe().get(), F_SETFL, 0);
+  char buf[64] = {};
+  ssize_t n = ::read(c.stdout_pipe().get(), buf, sizeof(buf) - 1);
+  c.Wait();
+  return n > 0 ? static_cast<pid_t>(std::atol(buf)) : -1;
+}
+
+TEST(SpawnSentinel, DismissedSentinelKillsNothing) {
+  std::string mark = "DISTRUN_SENTINEL_TEST=" + std::to_string(::getpid()) + "-dismissed";
+  Sentinel s = Sentinel::Start();
+  ASSERT_GT(s.pid(), 0);
+  s.AddFingerprint({mark});
+  pid_t escapee = StartEscapee(mark);
+  ASSERT_GT(escapee, 0);
+  s.Dismiss();
+  EXPECT_FALSE(Ended(escapee));
+  ::kill(escapee, SIGKILL);
+  EXPECT_TRUE(EndsWithin(escapee, std::chrono::seconds(5)));
+}
+
+TEST(SpawnSentinel, SentinelSweepsWhenDistrunGoesAwayWithoutDismissing) {
+  std::string mark = "DISTRUN_SENTINEL_TEST=" + std::to_string(::getpid()) + "-swept";
+  pid_t escapee = -1;
+  pid_t unrelated = -1;
+  {
+    Sentinel s = Sentinel::Start();
+    s.AddFingerprint({"OTHER=1", mark});
+    s.AddFingerprint({mark});
+    escapee = StartEscapee(mark);
+    unrelated = StartEscapee("DISTRUN_SENTINEL_TEST=unrelated");
+    ASSERT_GT(escapee, 0);
+    ASSERT_GT(unrelated, 0);
+  }  // closing the socket is what distrun's death looks like to the sentinel
+  EXPECT_TRUE(EndsWithin(escapee, std::chrono::seconds(5)));
+  EXPECT_FALSE(Ended(unrelated)) << "only processes with the fingerprint are killed";
+  ::kill(unrelated, SIGKILL);
+  EXPECT_TRUE(EndsWithin(unrelated, std::chrono::seconds(5)));
+}
+
+}  // namespace
+}  // namespace distrun

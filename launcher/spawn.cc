@@ -1,0 +1,377 @@
+#include "launcher/spawn.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+
+#include "launcher/signal_names.h"
+
+namespace distrun {
+namespace {
+
+// What the child writes to the report pipe when it cannot exec; nothing arrives when exec succeeds.
+struct ChildReport {
+  int stage;      // kStage*
+  int error;      // errno
+  int candidate;  // index into the exec candidates (for EACCES: the file that was refused)
+};
+constexpr int kStageSetup = 1;
+constexpr int kStageExec = 2;
+
+[[noreturn]] void ChildFail(int report_fd, int stage, int error, int candidate) {
+  ChildReport report{stage, error, candidate};
+  // A short write is impossible for a few bytes on a fresh pipe; there is nobody to tell if it fails.
+  ssize_t ignored = ::write(report_fd, &report, sizeof(report));
+  (void)ignored;
+  ::_exit(127);
+}
+
+// Puts `fd` on `target`, clearing close-on-exec even when it is already there.
+bool MoveFd(int fd, int target) {
+  if (fd == target) return ::fcntl(fd, F_SETFD, 0) == 0;
+  return ::dup2(fd, target) == target;
+}
+
+// Everything the child uses, prepared before fork: after fork only async-signal-safe calls are allowed,
+// so no allocation happens in the child.
+struct ChildPlan {
+  pid_t parent = 0;
+  int stdin_fd = -1;  // -1: keep distrun's stdin
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int report_fd = -1;
+  bool foreground = false;
+  std::vector<const char*> candidates;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  char** sh_argv = nullptr;  // {"/bin/sh", <candidate>, args..., nullptr} for scripts without #!
+};
+
+[[noreturn]] void RunChild(const ChildPlan& p) {
+  // Own process group: distrun signals the worker and everything it starts with kill(-pgid).
+  ::setpgid(0, 0);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(p.report_fd, kStageSetup, errno, -1);
+  // distrun may have died between fork and prctl; the death signal would then never come.
+  if (::getppid() != p.parent) ::_exit(127);
+  // Before the worker can read the terminal (as a shell does, in both parent and child; SIGTTOU is still
+  // ignored here, so a background caller may do it).
+  if (p.foreground) ::tcsetpgrp(STDIN_FILENO, ::getpid());
+
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);  // EINVAL for glibc's own: fine
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+
+  if (p.stdin_fd >= 0 && !MoveFd(p.stdin_fd, STDIN_FILENO)) ChildFail(p.report_fd, kStageSetup, errno, -1);
+  if (!MoveFd(p.stdout_fd, STDOUT_FILENO)) ChildFail(p.report_fd, kStageSetup, errno, -1);
+  if (!MoveFd(p.stderr_fd, STDERR_FILENO)) ChildFail(p.report_fd, kStageSetup, errno, -1);
+
+  // execvp's rules, with the worker's PATH rather than distrun's.
+  int error = ENOENT;
+  int failed = -1;
+  bool denied = false;
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    const int index = static_cast<int>(i);
+    ::execve(p.candidates[i], p.argv, p.envp);
+    int e = errno;
+    if (e == ENOEXEC) {
+      // A script without "#!": execvp runs it with /bin/sh.
+      p.sh_argv[1] = const_cast<char*>(p.candidates[i]);
+      ::execve("/bin/sh", p.sh_argv, p.envp);
+      ChildFail(p.report_fd, kStageExec, errno, index);
+    }
+    if (e == EACCES) {
+      if (!denied) failed = index;
+      denied = true;
+      continue;
+    }
+    if (e == ENOENT || e == ENOTDIR || e == ESTALE || e == ENODEV || e == ETIMEDOUT) {
+      if (!denied) failed = index;
+      continue;
+    }
+    ChildFail(p.report_fd, kStageExec, e, index);
+  }
+  if (denied) error = EACCES;
+  ChildFail(p.report_fd, kStageExec, error, failed);
+}
+
+UniqueFd OpenDevNull() {
+  int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw SpawnError(SpawnError::Kind::kSystem, errno,
+                     std::string("cannot open /dev/null: ") + std::strerror(errno));
+  return UniqueFd(fd);
+}
+
+void MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw SpawnError(SpawnError::Kind::kSystem, errno,
+                     std::string("cannot create a pipe for a worker: ") + std::strerror(errno));
+  }
+  read_end.Reset(fds[0]);
+  write_end.Reset(fds[1]);
+}
+
+std::string ExecFailureMessage(const std::string& command, const ChildReport& report,
+                               const std::vector<std::string>& candidates, const std::string* path) {
+  const bool has_slash = command.find('/') != std::string::npos;
+  const std::string file = report.candidate >= 0 && static_cast<size_t>(report.candidate) < candidates.size()
+                               ? candidates[static_cast<size_t>(report.candidate)]
+                               : command;
+  switch (report.error) {
+    case ENOENT:
+    case ENOTDIR:
+      if (has_slash) return command + ": not found; check the path (no such file)";
+      return command + ": not found; check the name, or give its path (searched the worker's PATH=" +
+             (path ? *path : std::string("(unset: /bin:/usr/bin)")) + ")";
+    case EACCES: {
+      struct stat st;
+      if (::stat(file.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        return command + ": is a directory, not a program; name the program to run";
+      }
+      return command + ": permission denied" + (file != command ? " (" + file + ")" : std::string()) +
+             "; make it executable (chmod +x) or run it through its interpreter";
+    }
+    default:
+      return command + ": cannot execute " + (file != command ? "(" + file + ") " : std::string()) + "(" +
+             std::strerror(report.error) + ")";
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ExecCandidates(const std::string& file, const std::string* path) {
+  if (file.empty()) return {};
+  if (file.find('/') != std::string::npos) return {file};
+  // glibc's default when PATH is unset (confstr _CS_PATH).
+  const std::string search = path ? *path : std::string("/bin:/usr/bin");
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t end = search.find(':', start);
+    std::string dir = search.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    // An empty PATH element means the current directory.
+    out.push_back(dir.empty() ? file : dir + (dir.back() == '/' ? "" : "/") + file);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+Child Child::Start(const SpawnSpec& spec) {
+  if (spec.argv.empty() || spec.argv.front().empty()) {
+    throw SpawnError(SpawnError::Kind::kNotFound, ENOENT, "the worker command is empty");
+  }
+  const std::string* path = nullptr;
+  for (const std::string& kv : spec.env) {
+    if (kv.starts_with("PATH=")) path = &kv;
+  }
+  std::string path_value = path ? path->substr(5) : std::string();
+  std::vector<std::string> candidates = ExecCandidates(spec.argv.front(), path ? &path_value : nullptr);
+
+  std::vector<char*> argv;
+  for (const std::string& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const std::string& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::vector<char*> sh_argv;
+  sh_argv.push_back(const_cast<char*>("/bin/sh"));
+  sh_argv.push_back(nullptr);  // the script, filled in by the child
+  for (size_t i = 1; i < spec.argv.size(); ++i) sh_argv.push_back(const_cast<char*>(spec.argv[i].c_str()));
+  sh_argv.push_back(nullptr);
+
+  UniqueFd dev_null;
+  if (!spec.inherit_stdin) dev_null = OpenDevNull();
+  Child child;
+  UniqueFd out_w, err_w, report_r, report_w;
+  MakePipe(child.stdout_, out_w);
+  MakePipe(child.stderr_, err_w);
+  MakePipe(report_r, report_w);
+
+  ChildPlan plan;
+  plan.parent = ::getpid();
+  plan.stdin_fd = dev_null.get();
+  plan.stdout_fd = out_w.get();
+  plan.stderr_fd = err_w.get();
+  plan.report_fd = report_w.get();
+  plan.foreground = spec.foreground && spec.inherit_stdin;
+  for (const std::string& c : candidates) plan.candidates.push_back(c.c_str());
+  plan.argv = argv.data();
+  plan.envp = envp.data();
+  plan.sh_argv = sh_argv.data();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    throw SpawnError(SpawnError::Kind::kSystem, errno,
+                     std::string("cannot start a worker: fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) RunChild(plan);
+
+  child.pid_ = pid;
+  // Also set here, so that the group exists before distrun might signal it.
+  ::setpgid(pid, pid);
+  if (plan.foreground) ::tcsetpgrp(STDIN_FILENO, pid);
+  out_w.Reset();
+  err_w.Reset();
+  report_w.Reset();
+  dev_null.Reset();
+
+  ChildReport report{};
+  size_t got = 0;
+  while (got < sizeof(report)) {
+    ssize_t n = ::read(report_r.get(), reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got == sizeof(report)) {
+    child.Wait();
+    if (report.stage == kStageSetup) {
+      throw SpawnError(SpawnError::Kind::kSystem, report.error,
+                       "cannot set up a worker process: " + std::string(std::strerror(report.error)));
+    }
+    SpawnError::Kind kind = report.error == ENOENT || report.error == ENOTDIR
+                                ? SpawnError::Kind::kNotFound
+                                : SpawnError::Kind::kNotExecutable;
+    throw SpawnError(kind, report.error,
+                     ExecFailureMessage(spec.argv.front(), report, candidates, path ? &path_value : nullptr));
+  }
+  for (const UniqueFd* fd : {&child.stdout_, &child.stderr_}) {
+    ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+  }
+  return child;
+}
+
+Child::Child(Child&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      reaped_(other.reaped_),
+      wait_status_(other.wait_status_),
+      stdout_(std::move(other.stdout_)),
+      stderr_(std::move(other.stderr_)) {}
+
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    KillAndReap();
+    pid_ = std::exchange(other.pid_, -1);
+    reaped_ = other.reaped_;
+    wait_status_ = other.wait_status_;
+    stdout_ = std::move(other.stdout_);
+    stderr_ = std::move(other.stderr_);
+  }
+  return *this;
+}
+
+Child::~Child() { KillAndReap(); }
+
+void Child::KillAndReap() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    Wait();
+  }
+}
+
+void Child::SetReaped(int wait_status) {
+  reaped_ = true;
+  wait_status_ = wait_status;
+}
+
+int Child::Wait() {
+  if (pid_ <= 0 || reaped_) return wait_status_;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  SetReaped(r == pid_ ? status : 0);
+  return wait_status_;
+}
+
+bool Child::SignalGroup(int signal) const {
+  if (pid_ <= 0) return false;
+  return ::kill(-pid_, signal) == 0;
+}
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return "exit code " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    return "signal " + SignalName(WTERMSIG(wait_status)) + (WCOREDUMP(wait_status) ? " (core dumped)" : "");
+  }
+  return "status " + std::to_string(wait_status);
+}
+
+int ExitCodeOf(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+std::string ReadProcFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  std::string out;
+  char buf[4096];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return {};
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void ForEachProcess(const std::function<void(pid_t)>& visit) {
+  std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
+  if (!proc) return;
+  while (dirent* entry = ::readdir(proc.get())) {
+    const char* name = entry->d_name;
+    if (name[0] < '1' || name[0] > '9') continue;
+    visit(static_cast<pid_t>(std::atol(name)));
+  }
+}
+
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  ForEachProcess([&](pid_t pid) {
+    std::string text = ReadProcFile("/proc/" + std::to_string(pid) + "/stat");
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so parse after the last ')'.
+    size_t close = text.rfind(')');
+    if (close == std::string::npos) return;
+    std::istringstream rest(text.substr(close + 1));
+    std::string state;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(pid);
+  });
+  return out;
+}
+
+void EnsureStandardFds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      // open() returns the lowest free descriptor: this one. Not close-on-exec: workers inherit stdio.
+      int opened = ::open("/dev/null", O_RDWR);
+      if (opened >= 0 && opened != fd) ::close(opened);
+    }
+  }
+}
+
+}  // namespace distrun

@@ -1,0 +1,101 @@
+#pragma once
+// One worker process (DESIGN §3.2): fork + exec with the child's set-up done between the two, and RAII so
+// that a Child going out of scope never leaves its process behind.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "launcher/unique_fd.h"
+
+namespace distrun {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in the PATH of `env` unless it contains a '/'
+  std::vector<std::string> env;   // the complete environment, "NAME=value"
+  bool inherit_stdin = false;     // false: stdin is /dev/null
+  // Make the child's process group the foreground group of the terminal on stdin (distrun's stdin is
+  // its controlling terminal and the child reads it); distrun must ignore SIGTTOU.
+  bool foreground = false;
+};
+
+// Why a worker could not be started; exit_code() is what distrun exits with, as a shell would.
+class SpawnError : public std::runtime_error {
+ public:
+  enum class Kind { kNotFound, kNotExecutable, kSystem };
+  SpawnError(Kind kind, int error, const std::string& message)
+      : std::runtime_error(message), kind_(kind), error_(error) {}
+  Kind kind() const { return kind_; }
+  int error() const { return error_; }  // errno
+  int exit_code() const { return kind_ == Kind::kNotFound ? 127 : kind_ == Kind::kNotExecutable ? 126 : 1; }
+
+ private:
+  Kind kind_;
+  int error_;
+};
+
+class Child {
+ public:
+  // Starts the process in its own process group with stdout and stderr on pipes. Throws SpawnError; a
+  // command that is not found or cannot be executed is reported here, not as an exit status.
+  static Child Start(const SpawnSpec& spec);
+
+  Child() = default;
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  // An unreaped child's process group is killed (SIGKILL) and the child reaped.
+  ~Child();
+
+  pid_t pid() const { return pid_; }
+  // The read ends of the child's stdout and stderr: non-blocking and close-on-exec.
+  UniqueFd& stdout_pipe() { return stdout_; }
+  UniqueFd& stderr_pipe() { return stderr_; }
+
+  bool reaped() const { return reaped_; }
+  int wait_status() const { return wait_status_; }
+  // Records the status waitpid returned for pid() (the supervisor reaps with waitpid(-1)).
+  void SetReaped(int wait_status);
+  // Blocks until the child exits and reaps it; returns the wait status.
+  int Wait();
+
+  // Sends `signal` to the child's process group; false when no process of the group is left.
+  bool SignalGroup(int signal) const;
+
+ private:
+  void KillAndReap();
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int wait_status_ = 0;
+  UniqueFd stdout_, stderr_;
+};
+
+// The files execvp would try for `file` with `path` (the worker's PATH; nullptr: unset), in order.
+std::vector<std::string> ExecCandidates(const std::string& file, const std::string* path);
+
+// "exit code 3", "signal SIGSEGV", "signal SIGSEGV (core dumped)".
+std::string DescribeWaitStatus(int wait_status);
+// The code a shell would report: the exit code, or 128 + N for signal N.
+int ExitCodeOf(int wait_status);
+
+// Processes whose parent is `parent` (from /proc/*/stat): distrun, a subreaper, inherits its workers'
+// orphans and must find them to kill and reap them.
+std::vector<pid_t> ChildrenOf(pid_t parent);
+
+// The whole of a /proc file, or "" when it cannot be read (the process may exit while it is read, which
+// makes read() fail with ESRCH: no exception, no partial result to trust).
+std::string ReadProcFile(const std::string& path);
+
+// Calls `visit` with the pid of every process in /proc.
+void ForEachProcess(const std::function<void(pid_t)>& visit);
+
+// Makes sure fds 0, 1 and 2 are open (on /dev/null if not), so that no pipe or file distrun opens later
+// lands on them and gets closed or clobbered in a worker.
+void EnsureStandardFds();
+
+}  // namespace distrun

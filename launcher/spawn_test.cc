@@ -1,0 +1,232 @@
+#include "launcher/spawn.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace distrun {
+namespace {
+
+const std::string kPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Everything the child writes to `fd` until EOF.
+std::string ReadAll(UniqueFd& fd) {
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+Child StartChild(std::vector<std::string> argv, std::vector<std::string> env = {kPath}) {
+  SpawnSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = std::move(env);
+  return Child::Start(spec);
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("distrun-spawn-test-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::filesystem::path Write(const std::string& name, const std::string& text, mode_t mode) {
+    std::filesystem::path p = path / name;
+    std::ofstream(p) << text;
+    ::chmod(p.c_str(), mode);
+    return p;
+  }
+};
+
+TEST(SpawnPath, CandidatesFollowExecvp) {
+  std::string path = "/a:/b/::c";
+  EXPECT_EQ(ExecCandidates("x", &path), (std::vector<std::string>{"/a/x", "/b/x", "x", "c/x"}));
+  EXPECT_EQ(ExecCandidates("./x", &path), (std::vector<std::string>{"./x"}));
+  EXPECT_EQ(ExecCandidates("/bin/sh", &path), (std::vector<std::string>{"/bin/sh"}));
+  EXPECT_EQ(ExecCandidates("x", nullptr), (std::vector<std::string>{"/bin/x", "/usr/bin/x"}));
+  EXPECT_TRUE(ExecCandidates("", &path).empty());
+}
+
+TEST(SpawnChild, RunsWithExactlyTheGivenEnvironmentAndPipes) {
+  Child c = StartChild({"sh", "-c", "echo \"$FOO\"; echo err >&2; exit 5"}, {kPath, "FOO=bar baz"});
+  EXPECT_GT(c.pid(), 0);
+  EXPECT_EQ(ReadAll(c.stdout_pipe()), "bar baz\n");
+  EXPECT_EQ(ReadAll(c.stderr_pipe()), "err\n");
+  int status = c.Wait();
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  EXPECT_TRUE(c.reaped());
+
+  Child env = StartChild({"env"}, {kPath, "ONLY=1"});
+  EXPECT_EQ(ReadAll(env.stdout_pipe()), kPath + "\nONLY=1\n");
+  env.Wait();
+}
+
+TEST(SpawnChild, PathLookupUsesTheWorkersPath) {
+  TempDir dir;
+  dir.Write("distrun-test-tool", "#!/bin/sh\necho tool ran\n", 0755);
+  Child c = StartChild({"distrun-test-tool"}, {"PATH=/nonexistent:" + dir.path.string()});
+  EXPECT_EQ(ReadAll(c.stdout_pipe()), "tool ran\n");
+  EXPECT_EQ(c.Wait(), 0);
+}
+
+TEST(SpawnChild, ScriptWithoutInterpreterLineRunsWithSh) {
+  TempDir dir;
+  auto script = dir.Write("plain", "echo from sh \"$1\"\n", 0755);
+  Child c = StartChild({script.string(), "arg"});
+  EXPECT_EQ(ReadAll(c.stdout_pipe()), "from sh arg\n");
+  EXPECT_EQ(c.Wait(), 0);
+}
+
+TEST(SpawnChild, NotFoundIs127) {
+  try {
+    StartChild({"distrun-no-such-command-xyz"});
+    FAIL() << "expected a SpawnError";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.kind(), SpawnError::Kind::kNotFound);
+    EXPECT_EQ(e.exit_code(), 127);
+    std::string what = e.what();
+    EXPECT_TRUE(what.starts_with("distrun-no-such-command-xyz: not found")) << what;
+    EXPECT_NE(what.find("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), std::string::npos) << what;
+  }
+  try {
+    StartChild({"/no/such/file"});
+    FAIL();
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 127);
+  }
+}
+
+TEST(SpawnChild, NotExecutableIs126) {
+  TempDir dir;
+  auto file = dir.Write("data.txt", "not a program\n", 0644);
+  try {
+    StartChild({file.string()});
+    FAIL() << "expected a SpawnError";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.kind(), SpawnError::Kind::kNotExecutable);
+    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_NE(std::string(e.what()).find("permission denied"), std::string::npos) << e.what();
+  }
+  try {
+    StartChild({dir.path.string()});
+    FAIL();
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 126);
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  // Found in PATH but not executable: "permission denied" wins over later "not found", as in execvp.
+  try {
+    StartChild({"data.txt"}, {"PATH=" + dir.path.string() + ":/nonexistent"});
+    FAIL();
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.exit_code(), 126);
+  }
+}
+
+TEST(SpawnChild, OwnProcessGroupDefaultSignalsAndDevNullStdin) {
+  // Whatever distrun blocks or ignores, the worker starts clean.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  sigaddset(&block, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &block, &old);
+  struct sigaction ignore {
+  }, old_hup{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGHUP, &ignore, &old_hup);
+
+  Child c = StartChild({"grep", "-E", "^(SigBlk|SigIgn)", "/proc/self/status"});
+  std::string status = ReadAll(c.stdout_pipe());
+  EXPECT_EQ(c.Wait(), 0);
+  EXPECT_EQ(status, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  ::sigaction(SIGHUP, &old_hup, nullptr);
+
+  // Field 5 of /proc/PID/stat is the process group.
+  Child g = StartChild({"sh", "-c", "exec cut -d' ' -f1,5 /proc/self/stat"});
+  std::string ids = ReadAll(g.stdout_pipe());
+  std::string pid = std::to_string(g.pid());
+  EXPECT_EQ(ids, pid + " " + pid + "\n");
+  g.Wait();
+
+  Child in = StartChild({"readlink", "/proc/self/fd/0"});
+  EXPECT_EQ(ReadAll(in.stdout_pipe()), "/dev/null\n");
+  in.Wait();
+}
+
+TEST(SpawnChild, InheritedStdin) {
+  SpawnSpec spec;
+  spec.argv = {"readlink", "/proc/self/fd/0"};
+  spec.env = {kPath};
+  spec.inherit_stdin = true;
+  char self[256] = {};
+  ssize_t n = ::readlink("/proc/self/fd/0", self, sizeof(self) - 1);
+  ASSERT_GT(n, 0);
+  Child c = Child::Start(spec);
+  EXPECT_EQ(ReadAll(c.stdout_pipe()), std::string(self) + "\n");
+  c.Wait();
+}
+
+TEST(SpawnChild, DestructorKillsAndReaps) {
+  pid_t pid;
+  {
+    Child c = StartChild({"sleep", "30"});
+    pid = c.pid();
+    EXPECT_TRUE(c.SignalGroup(0));
+    auto children = ChildrenOf(::getpid());
+    EXPECT_NE(std::find(children.begin(), children.end(), pid), children.end());
+  }
+  EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1) << "already reaped";
+  EXPECT_EQ(errno, ECHILD);
+  EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(pid)));
+}
+
+TEST(SpawnChild, MovedChildIsOwnedOnce) {
+  Child a = StartChild({"sleep", "30"});
+  pid_t pid = a.pid();
+  Child b = std::move(a);
+  EXPECT_EQ(a.pid(), -1);
+  EXPECT_EQ(b.pid(), pid);
+  EXPECT_TRUE(b.SignalGroup(SIGTERM));
+  int status = b.Wait();
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+TEST(SpawnProc, ReadingProcessesThatComeAndGoNeverThrows) {
+  EXPECT_EQ(ReadProcFile("/proc/999999999/stat"), "");
+  EXPECT_NE(ReadProcFile("/proc/self/stat"), "");
+  // Processes exit while /proc is read (read() then fails with ESRCH): no exception, no garbage.
+  std::vector<Child> children;
+  for (int i = 0; i < 100; ++i) {
+    children.push_back(StartChild({"true"}));
+    EXPECT_NO_THROW(ChildrenOf(::getpid()));
+  }
+  for (Child& c : children) c.Wait();
+}
+
+TEST(SpawnStatus, Descriptions) {
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(3, 0)), "exit code 3");
+  EXPECT_EQ(ExitCodeOf(W_EXITCODE(3, 0)), 3);
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(0, SIGSEGV)), "signal SIGSEGV");
+  EXPECT_EQ(ExitCodeOf(W_EXITCODE(0, SIGSEGV)), 139);
+  EXPECT_EQ(DescribeWaitStatus(W_EXITCODE(0, SIGABRT) | WCOREFLAG), "signal SIGABRT (core dumped)");
+  EXPECT_EQ(ExitCodeOf(W_EXITCODE(0, SIGKILL)), 137);
+}
+
+}  // namespace
+}  // namespace distrun

@@ -1,0 +1,575 @@
+#include "launcher/supervisor.h"
+
+#include <spdlog/logger.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "launcher/signal_names.h"
+
+namespace distrun {
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// While stopping, how often distrun looks for processes that are left (orphans do not all send SIGCHLD
+// to distrun, and members of a worker's group may outlive it).
+constexpr auto kStopTick = std::chrono::milliseconds(20);
+// After SIGKILL, how long distrun waits for processes that do not die (stuck in the kernel) before it
+// gives up on them.
+constexpr auto kKillWait = std::chrono::seconds(10);
+
+std::string Seconds(double s) {
+  std::string text = std::to_string(s);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text + "s";
+}
+
+}  // namespace
+
+Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log)
+    : plan_(std::move(plan)),
+      options_(std::move(options)),
+      env_(std::move(env)),
+      log_(std::move(log)),
+      output_([&] {
+        OutputSettings s;
+        s.tag = options_.tag_output == TagOutput::kOn ||
+                (options_.tag_output == TagOutput::kAuto && plan_.assignment.num_processes > 1);
+        s.tag_template = options_.tag_template;
+        s.host = env_.hostname;
+        if (options_.log_dir) s.log_dir = *options_.log_dir;
+        s.ranks_filter = options_.ranks_filter;
+        s.log = log_;
+        return s;
+      }()),
+      buffer_(kReadChunk) {}
+
+Supervisor::~Supervisor() {
+  KillEverything();
+  TakeTerminal();
+  if (mask_saved_) {
+    signal_fd_.Reset();
+    ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+    ::sigaction(SIGPIPE, &old_sigpipe_, nullptr);
+    ::sigaction(SIGTTOU, &old_sigttou_, nullptr);
+  }
+}
+
+void Supervisor::WatchFd(int fd, short events, std::function<void(short)> on_ready) {
+  UnwatchFd(fd);
+  watches_.push_back(Watch{fd, events, std::move(on_ready)});
+}
+
+void Supervisor::UnwatchFd(int fd) {
+  std::erase_if(watches_, [fd](const Watch& w) { return w.fd == fd; });
+}
+
+void Supervisor::StopJob(int exit_code, const std::string& reason) {
+  no_restart_ = true;
+  if (phase_ == Phase::kIdle) {
+    pending_stop_ = {exit_code, reason};
+    return;
+  }
+  if (phase_ != Phase::kRunning) return;
+  log_->error("{}; stopping the workers", reason);
+  BeginStop(StopReason::kExternal, exit_code);
+}
+
+void Supervisor::SetUpProcess() {
+  EnsureStandardFds();
+  // Signals are only ever read from the signalfd, in the loop: blocked here, unblocked in workers.
+  sigemptyset(&handled_);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&handled_, sig);
+  for (int sig : options_.forward_signals) sigaddset(&handled_, sig);
+  ::sigprocmask(SIG_BLOCK, &handled_, &old_mask_);
+  // A console that goes away must not kill distrun (and leave the job unsupervised): writes fail instead.
+  struct sigaction ignore;
+  std::memset(&ignore, 0, sizeof(ignore));
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old_sigpipe_);
+  // Taking the terminal back from a worker, and writing to it meanwhile, must not stop distrun.
+  ::sigaction(SIGTTOU, &ignore, &old_sigttou_);
+  mask_saved_ = true;
+  if (::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) terminal_fd_ = STDIN_FILENO;
+  // Orphaned descendants of workers are re-parented to distrun, which kills and reaps them at teardown.
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    log_->warn("cannot become a child subreaper ({}); orphaned processes of workers may outlive the job",
+               std::strerror(errno));
+  }
+  sentinel_ = Sentinel::Start();
+  signal_fd_.Reset(::signalfd(-1, &handled_, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!signal_fd_) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+}
+
+std::vector<std::string> Supervisor::WorkerEnvironment(const WorkerPlan& plan) const {
+  std::map<std::string, std::string, std::less<>> vars = env_.vars;
+  for (const auto& [name, value] : plan.env) vars[name] = value;
+  std::vector<std::string> out;
+  out.reserve(vars.size());
+  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  return out;
+}
+
+void Supervisor::StartWorkers() {
+  phase_ = Phase::kRunning;
+  stop_reason_ = StopReason::kNone;
+  root_cause_.reset();
+  killed_ = false;
+  gave_up_ = false;
+  workers_.clear();
+  workers_.resize(plan_.workers.size());
+  for (size_t i = 0; i < plan_.workers.size(); ++i) {
+    Worker& w = workers_[i];
+    w.plan = plan_.workers[i];
+    sentinel_.AddFingerprint(FingerprintOf(w.plan.env));
+    output_.StartWorker(i, w.plan.process_id, w.plan.local_rank);
+    SpawnSpec spec;
+    spec.argv = options_.command;
+    spec.env = WorkerEnvironment(w.plan);
+    spec.inherit_stdin = w.plan.process_id == 0;
+    spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
+    try {
+      w.child = Child::Start(spec);
+    } catch (const SpawnError& e) {
+      log_->error("{}", e.what());
+      no_restart_ = true;  // the next attempt would fail the same way
+      BeginStop(StopReason::kSpawnError, e.exit_code());
+      return;
+    }
+    w.started = true;
+    if (spec.foreground) terminal_owner_ = w.child.pid();
+    CloseBrokenStreams();
+    log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
+                w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
+  }
+  if (workers_.empty()) BeginStop(StopReason::kSuccess, 0);
+}
+
+int Supervisor::Run() {
+  SetUpProcess();
+  start_ = Clock::now();
+  if (options_.timeout_s > 0) {
+    timeout_at_ = start_ + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(options_.timeout_s));
+  }
+  if (pending_stop_) {
+    sentinel_.Dismiss();
+    log_->error("{}; not starting the workers", pending_stop_->second);
+    return pending_stop_->first;
+  }
+  try {
+    while (true) {
+      StartWorkers();
+      Loop();
+      FinishRun();
+      if (!ShouldRestart()) break;
+      ++restart_count_;
+      log_->warn("restarting all workers (restart {} of {}, --max-restarts)", restart_count_,
+                 options_.max_restarts);
+      JobAssignment assignment = plan_.assignment;
+      assignment.restart_count = restart_count_;
+      plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
+    }
+  } catch (...) {
+    KillEverything();
+    throw;
+  }
+  if (stop_reason_ == StopReason::kFailure && options_.max_restarts > 0 &&
+      restart_count_ >= options_.max_restarts) {
+    log_->error("no restarts left (--max-restarts {}); exiting with the failed worker's code {}",
+                options_.max_restarts, exit_code_);
+  }
+  sentinel_.Dismiss();
+  // Everything was killed and reaped by the loop; collect anything that raced with it.
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  return exit_code_;
+}
+
+bool Supervisor::ShouldRestart() const {
+  if (stop_reason_ != StopReason::kFailure || no_restart_) return false;
+  if (restart_count_ >= options_.max_restarts) return false;
+  return !timeout_at_ || Clock::now() < *timeout_at_;
+}
+
+void Supervisor::Loop() {
+  std::vector<pollfd> fds;
+  // The worker stream behind each pollfd before the extra watches (the signalfd's slot is SIZE_MAX).
+  std::vector<std::pair<size_t, Stream>> what;
+  next_check_ = Clock::now();
+  while (true) {
+    Clock::time_point now = Clock::now();
+    if (phase_ == Phase::kStopping && (check_gone_ || now >= next_check_)) {
+      check_gone_ = false;
+      next_check_ = now + kStopTick;
+      // Orphans keep arriving while their parents die: each gets the stop signal too.
+      if (killed_ && !gave_up_) SignalJob(SIGKILL);
+      if (JobGone()) return;
+      if (!killed_) SignalNewOrphans();
+    }
+    fds.clear();
+    what.clear();
+    fds.push_back({signal_fd_.get(), POLLIN, 0});
+    what.emplace_back(SIZE_MAX, Stream::kStdout);
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      Worker& w = workers_[i];
+      if (w.child.stdout_pipe()) {
+        fds.push_back({w.child.stdout_pipe().get(), POLLIN, 0});
+        what.emplace_back(i, Stream::kStdout);
+      }
+      if (w.child.stderr_pipe()) {
+        fds.push_back({w.child.stderr_pipe().get(), POLLIN, 0});
+        what.emplace_back(i, Stream::kStderr);
+      }
+    }
+    const size_t first_watch = fds.size();
+    for (const Watch& watch : watches_) fds.push_back({watch.fd, watch.events, 0});
+
+    int n = ::poll(fds.data(), fds.size(), PollTimeoutMs(now));
+    if (n < 0 && errno != EINTR) throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    if (n > 0) {
+      if (fds[0].revents != 0) HandleSignals();
+      for (size_t k = 1; k < first_watch; ++k) {
+        if (fds[k].revents != 0) ReadPipe(what[k].first, what[k].second);
+      }
+      for (size_t k = first_watch; k < fds.size(); ++k) {
+        if (fds[k].revents == 0) continue;
+        // The callback may watch or unwatch fds: look it up again, and call a copy.
+        auto it =
+            std::find_if(watches_.begin(), watches_.end(), [&](const Watch& w) { return w.fd == fds[k].fd; });
+        if (it == watches_.end()) continue;
+        auto callback = it->on_ready;
+        callback(fds[k].revents);
+      }
+    }
+    CheckTimers(Clock::now());
+  }
+}
+
+int Supervisor::PollTimeoutMs(Clock::time_point now) const {
+  std::optional<Clock::time_point> wake;
+  auto earliest = [&](Clock::time_point t) {
+    if (!wake || t < *wake) wake = t;
+  };
+  if (phase_ == Phase::kRunning && timeout_at_) earliest(*timeout_at_);
+  if (phase_ == Phase::kStopping) {
+    earliest(next_check_);
+    if (!gave_up_) earliest(killed_ ? give_up_at_ : kill_at_);
+  }
+  if (!wake) return -1;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
+  return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 60 * 60 * 1000));
+}
+
+void Supervisor::CheckTimers(Clock::time_point now) {
+  if (timeout_at_ && now >= *timeout_at_) {
+    no_restart_ = true;
+    if (phase_ == Phase::kRunning) {
+      log_->error("the job ran for --timeout {}; stopping the workers (exit code {})",
+                  Seconds(options_.timeout_s), kTimeoutExit);
+      BeginStop(StopReason::kTimeout, kTimeoutExit);
+    }
+  }
+  if (phase_ != Phase::kStopping) return;
+  if (!killed_ && now >= kill_at_) {
+    if (!JobGone()) {
+      log_->warn("workers still running {} after SIGTERM (--grace-period); sending SIGKILL",
+                 Seconds(options_.grace_period_s));
+    }
+    SignalJob(SIGKILL);
+    killed_ = true;
+    give_up_at_ = now + kKillWait;
+  } else if (killed_ && now >= give_up_at_ && !gave_up_) {
+    log_->error(
+        "processes of the job did not exit {}s after SIGKILL (stuck in the kernel?); giving up on them",
+        std::chrono::duration_cast<std::chrono::seconds>(kKillWait).count());
+    gave_up_ = true;
+    check_gone_ = true;
+  }
+}
+
+void Supervisor::BeginStop(StopReason reason, int exit_code, int first_signal) {
+  if (phase_ == Phase::kStopping) return;
+  phase_ = Phase::kStopping;
+  stop_reason_ = reason;
+  exit_code_ = exit_code;
+  killed_ = false;
+  const auto now = Clock::now();
+  kill_at_ = now + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(options_.grace_period_s));
+  check_gone_ = true;
+  stop_signal_ = first_signal;
+  signalled_orphans_.clear();
+  // A second Ctrl-C must reach distrun, which kills at once.
+  TakeTerminal();
+  SignalJob(first_signal);
+  // A stopped worker (Ctrl-Z, or reading the terminal) would only act on the signal once continued.
+  for (Worker& w : workers_) {
+    if (w.started) w.child.SignalGroup(SIGCONT);
+  }
+}
+
+void Supervisor::TakeTerminal() {
+  if (terminal_owner_ == 0) return;
+  terminal_owner_ = 0;
+  ::tcsetpgrp(terminal_fd_, ::getpgrp());
+}
+
+void Supervisor::SuspendJob(size_t slot, int signal) {
+  const pid_t owner = terminal_owner_;
+  log_->info("rank {} stopped ({}); stopping the job and distrun (fg continues them)",
+             workers_[slot].plan.process_id, SignalName(signal));
+  TakeTerminal();
+  for (Worker& w : workers_) {
+    if (w.started && !w.child.reaped()) w.child.SignalGroup(SIGSTOP);
+  }
+  // The shell sees distrun stop and resumes it with SIGCONT (fg or bg); execution goes on from here.
+  ::kill(::getpid(), SIGSTOP);
+  for (Worker& w : workers_) {
+    if (w.started && !w.child.reaped()) w.child.SignalGroup(SIGCONT);
+  }
+  // Back in the foreground (fg): the terminal goes to rank 0 again.
+  if (owner != 0 && ::tcgetpgrp(terminal_fd_) == ::getpgrp()) {
+    terminal_owner_ = owner;
+    ::tcsetpgrp(terminal_fd_, owner);
+  }
+  log_->debug("continued");
+}
+
+void Supervisor::SignalNewOrphans() {
+  // Only once the workers are gone: until then their children are theirs, and scanning /proc on every
+  // tick of a long grace period would cost more than it finds.
+  for (const Worker& w : workers_) {
+    if (w.started && !w.child.reaped()) return;
+  }
+  for (pid_t orphan : ChildrenOf(::getpid())) {
+    if (orphan != sentinel_.pid() && signalled_orphans_.insert(orphan).second) ::kill(orphan, stop_signal_);
+  }
+}
+
+void Supervisor::SignalJob(int signal) {
+  for (Worker& w : workers_) {
+    // Also after the worker was reaped: its group may still have members.
+    if (w.started) w.child.SignalGroup(signal);
+  }
+  for (pid_t orphan : ChildrenOf(::getpid())) {
+    if (orphan == sentinel_.pid()) continue;
+    ::kill(orphan, signal);
+    signalled_orphans_.insert(orphan);
+  }
+}
+
+void Supervisor::HandleSignals() {
+  signalfd_siginfo info;
+  while (true) {
+    ssize_t n = ::read(signal_fd_.get(), &info, sizeof(info));
+    if (n != static_cast<ssize_t>(sizeof(info))) return;
+    const int sig = static_cast<int>(info.ssi_signo);
+    if (sig == SIGCHLD) {
+      Reap();
+      continue;
+    }
+    const auto& forward = options_.forward_signals;
+    if (std::find(forward.begin(), forward.end(), sig) != forward.end()) {
+      int count = 0;
+      for (Worker& w : workers_) {
+        if (w.started && !w.child.reaped() && w.child.SignalGroup(sig)) ++count;
+      }
+      log_->info("forwarded {} to {} worker(s)", SignalName(sig), count);
+      continue;
+    }
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      no_restart_ = true;
+      if (phase_ == Phase::kRunning) {
+        log_->warn("received {}; stopping the workers ({} now, SIGKILL after --grace-period {})",
+                   SignalName(sig), SignalName(sig), Seconds(options_.grace_period_s));
+        BeginStop(StopReason::kSignal, 128 + sig, sig);
+      } else if (phase_ == Phase::kStopping && !killed_) {
+        // The exit code stays that of the first reason to stop.
+        log_->warn("received {} while stopping; killing the workers now", SignalName(sig));
+        kill_at_ = Clock::now();
+      }
+      continue;
+    }
+    log_->info("ignoring {} (not in --forward-signals)", SignalName(sig));
+  }
+}
+
+void Supervisor::Reap() {
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+    if (WIFSTOPPED(status)) {
+      const int sig = WSTOPSIG(status);
+      auto it = std::find_if(workers_.begin(), workers_.end(), [pid](const Worker& w) {
+        return w.started && !w.child.reaped() && w.child.pid() == pid;
+      });
+      // Ctrl-Z (or reading the terminal in the background) stops the job as a whole, as a shell expects.
+      // Without a terminal there is no shell to continue the job: the stop is the stopper's business.
+      if (it != workers_.end() && (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) &&
+          phase_ == Phase::kRunning && terminal_fd_ >= 0) {
+        SuspendJob(static_cast<size_t>(it - workers_.begin()), sig);
+      }
+      continue;
+    }
+    check_gone_ = true;
+    if (pid == sentinel_.pid()) {
+      sentinel_.SetReaped();
+      log_->warn(
+          "the sentinel process (pid {}) exited; if distrun is killed with SIGKILL, processes that "
+          "left their worker's process group may survive",
+          pid);
+      continue;
+    }
+    auto it = std::find_if(workers_.begin(), workers_.end(), [pid](const Worker& w) {
+      return w.started && !w.child.reaped() && w.child.pid() == pid;
+    });
+    if (it == workers_.end()) {
+      log_->trace("reaped pid {} ({})", pid, DescribeWaitStatus(status));
+      continue;
+    }
+    it->child.SetReaped(status);
+    if (pid == terminal_owner_) TakeTerminal();
+    OnWorkerExit(static_cast<size_t>(it - workers_.begin()));
+  }
+}
+
+void Supervisor::OnWorkerExit(size_t slot) {
+  Worker& w = workers_[slot];
+  const int status = w.child.wait_status();
+  const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  log_->debug("rank {} (pid {}) exited: {}", w.plan.process_id, w.child.pid(), DescribeWaitStatus(status));
+  if (phase_ != Phase::kRunning) return;
+  if (failed) {
+    root_cause_ = RootCause{slot, w.plan.process_id, w.plan.local_rank, w.child.pid(), status};
+    log_->error("rank {} (pid {}) failed with {}{}", w.plan.process_id, w.child.pid(),
+                DescribeWaitStatus(status), workers_.size() > 1 ? "; stopping the other workers" : "");
+    BeginStop(StopReason::kFailure, ExitCodeOf(status));
+    return;
+  }
+  bool all_done = std::all_of(workers_.begin(), workers_.end(),
+                              [](const Worker& x) { return x.started && x.child.reaped(); });
+  if (all_done) {
+    log_->debug("every worker exited with code 0");
+    BeginStop(StopReason::kSuccess, 0);
+  }
+}
+
+void Supervisor::ReadPipe(size_t slot, Stream stream) {
+  Worker& w = workers_[slot];
+  UniqueFd& fd = stream == Stream::kStdout ? w.child.stdout_pipe() : w.child.stderr_pipe();
+  if (!fd) return;
+  // One read per wake-up, so that one busy worker cannot starve the others.
+  ssize_t n = ::read(fd.get(), buffer_.data(), buffer_.size());
+  if (n > 0) {
+    output_.Write(slot, stream, std::string_view(buffer_.data(), static_cast<size_t>(n)));
+    if (output_.ConsoleBroken(stream)) CloseBrokenStreams();
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  output_.Finish(slot, stream);
+  fd.Reset();
+}
+
+void Supervisor::CloseBrokenStreams() {
+  // Without distrun, `train.py | head` ends train.py with SIGPIPE when head exits; with distrun in between
+  // the workers see the same: their stdout (or stderr) pipe loses its reader. With --log-dir the files
+  // still want everything, so the workers keep writing and only the console misses it.
+  if (options_.log_dir) return;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+      if (!output_.ConsoleBroken(stream)) continue;
+      UniqueFd& fd =
+          stream == Stream::kStdout ? workers_[i].child.stdout_pipe() : workers_[i].child.stderr_pipe();
+      if (!fd) continue;
+      output_.Finish(i, stream);
+      fd.Reset();
+    }
+  }
+}
+
+void Supervisor::DrainPipes() {
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    for (Stream stream : {Stream::kStdout, Stream::kStderr}) {
+      UniqueFd& fd =
+          stream == Stream::kStdout ? workers_[i].child.stdout_pipe() : workers_[i].child.stderr_pipe();
+      while (fd) {
+        ssize_t n = ::read(fd.get(), buffer_.data(), buffer_.size());
+        if (n > 0) {
+          output_.Write(i, stream, std::string_view(buffer_.data(), static_cast<size_t>(n)));
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        // EOF, or nothing more for now (a process distrun gave up on still holds the pipe).
+        output_.Finish(i, stream);
+        fd.Reset();
+      }
+    }
+  }
+}
+
+bool Supervisor::JobGone() {
+  Reap();
+  if (gave_up_) return true;
+  for (const Worker& w : workers_) {
+    if (!w.started) continue;
+    if (!w.child.reaped()) return false;
+    if (w.child.SignalGroup(0)) return false;
+  }
+  for (pid_t pid : ChildrenOf(::getpid())) {
+    if (pid != sentinel_.pid()) return false;
+  }
+  return true;
+}
+
+void Supervisor::FinishRun() {
+  DrainPipes();
+  if (root_cause_) PrintFailureSummary();
+}
+
+void Supervisor::PrintFailureSummary() {
+  const RootCause& rc = *root_cause_;
+  std::vector<std::string> tail = output_.StderrTail(rc.slot);
+  std::string text = fmt::format("rank {} failed first (local rank {}, host {}, pid {}): {}", rc.rank,
+                                 rc.local_rank, env_.hostname, rc.pid, DescribeWaitStatus(rc.wait_status));
+  if (tail.empty()) {
+    text += fmt::format("\n  rank {} wrote nothing to stderr", rc.rank);
+  } else {
+    text += fmt::format("\n  last {} line(s) of rank {}'s stderr:", tail.size(), rc.rank);
+    for (const std::string& line : tail) text += "\n    " + line;
+  }
+  log_->error("{}", text);
+}
+
+void Supervisor::KillEverything() {
+  // The last resort (an exception, or the destructor): no grace, nothing left behind.
+  for (Worker& w : workers_) {
+    if (w.started) w.child.SignalGroup(SIGKILL);
+  }
+  for (int round = 0; round < 100; ++round) {
+    bool any = false;
+    for (pid_t pid : ChildrenOf(::getpid())) {
+      if (pid == sentinel_.pid()) continue;
+      any = true;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    for (Worker& w : workers_) {
+      if (w.started && !w.child.reaped()) {
+        any = true;
+        w.child.Wait();
+      }
+    }
+    if (!any) break;
+  }
+}
+
+}  // namespace distrun

@@ -1,0 +1,149 @@
+#pragma once
+// Per-node supervision (DESIGN §3.2): starts the plan's workers and runs the one event loop that owns their
+// output pipes, a signalfd and the timers (grace period, --timeout), until the job ends. Then every process
+// the job started is gone: workers run in their own process groups with PR_SET_PDEATHSIG, distrun is a
+// child subreaper that kills and reaps orphaned descendants at teardown, and a sentinel process covers a
+// distrun killed with SIGKILL (launcher/sentinel.h).
+//
+// Exit codes: 0 when every worker exits 0; else the root cause's (the first worker to fail: its exit code,
+// or 128 + N for signal N); 128 + N when distrun gets SIGINT, SIGTERM or SIGHUP; 124 for --timeout;
+// 127 when the command is not found, 126 when it cannot be executed.
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "detect/environment.h"
+#include "launcher/options.h"
+#include "launcher/output.h"
+#include "launcher/plan.h"
+#include "launcher/sentinel.h"
+#include "launcher/spawn.h"
+#include "launcher/unique_fd.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace distrun {
+
+inline constexpr int kTimeoutExit = 124;
+
+class Supervisor {
+ public:
+  // `options.command` is what every worker runs. Throws UsageError for an unusable --log-dir.
+  Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log);
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // An extra event source for the loop (the runtime's connection): `on_ready` runs with poll's revents
+  // whenever `events` are ready on `fd`. The caller keeps owning `fd`.
+  void WatchFd(int fd, short events, std::function<void(short revents)> on_ready);
+  void UnwatchFd(int fd);
+
+  // Ends the job from outside (a failure on another node): the workers are stopped (SIGTERM, grace,
+  // SIGKILL), there is no restart, and Run returns `exit_code`. Ignored when the job is already stopping.
+  void StopJob(int exit_code, const std::string& reason);
+
+  // Starts the workers, supervises them (restarting up to --max-restarts times), tears everything down
+  // and returns distrun's exit code.
+  int Run();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class Phase { kIdle, kRunning, kStopping };
+  enum class StopReason { kNone, kSuccess, kFailure, kSignal, kTimeout, kExternal, kSpawnError };
+
+  struct Worker {
+    WorkerPlan plan;
+    Child child;
+    bool started = false;
+  };
+  struct RootCause {
+    size_t slot = 0;
+    int rank = 0;
+    int local_rank = 0;
+    pid_t pid = 0;
+    int wait_status = 0;
+  };
+  struct Watch {
+    int fd;
+    short events;
+    std::function<void(short)> on_ready;
+  };
+
+  void SetUpProcess();
+  void StartWorkers();
+  void Loop();
+  void FinishRun();
+  bool ShouldRestart() const;
+
+  void BeginStop(StopReason reason, int exit_code, int first_signal = SIGTERM);
+  void SignalJob(int signal);
+  void SignalNewOrphans();
+  void HandleSignals();
+  void Reap();
+  void OnWorkerExit(size_t slot);
+  void ReadPipe(size_t slot, Stream stream);
+  void DrainPipes();
+  void CloseBrokenStreams();
+  void CheckTimers(Clock::time_point now);
+  bool JobGone();
+  int PollTimeoutMs(Clock::time_point now) const;
+  void PrintFailureSummary();
+  std::vector<std::string> WorkerEnvironment(const WorkerPlan& plan) const;
+  void KillEverything();
+  // Job control when distrun's stdin is its terminal: rank 0, the worker that reads it, gets the
+  // terminal (Ctrl-C and Ctrl-Z go to rank 0's group); distrun takes it back to stop the job.
+  void TakeTerminal();
+  void SuspendJob(size_t slot, int signal);
+
+  Plan plan_;
+  Options options_;
+  Environment env_;
+  std::shared_ptr<spdlog::logger> log_;
+  Output output_;
+  std::vector<Worker> workers_;
+  std::vector<Watch> watches_;
+
+  sigset_t handled_{};
+  sigset_t old_mask_{};
+  bool mask_saved_ = false;
+  struct sigaction old_sigpipe_ {};
+  struct sigaction old_sigttou_ {};
+  int terminal_fd_ = -1;      // distrun's stdin, when it is the terminal and distrun is in the foreground
+  pid_t terminal_owner_ = 0;  // the worker group that has the terminal
+  UniqueFd signal_fd_;
+  Sentinel sentinel_;
+
+  Phase phase_ = Phase::kIdle;
+  StopReason stop_reason_ = StopReason::kNone;
+  int exit_code_ = 0;
+  int restart_count_ = 0;
+  bool no_restart_ = false;  // a signal, --timeout or StopJob ends the job whatever --max-restarts says
+  std::optional<RootCause> root_cause_;
+  std::optional<std::pair<int, std::string>> pending_stop_;  // StopJob before Run
+
+  Clock::time_point start_;
+  std::optional<Clock::time_point> timeout_at_;
+  Clock::time_point kill_at_;
+  int stop_signal_ = SIGTERM;
+  std::set<pid_t> signalled_orphans_;  // during the grace period: each orphan gets the stop signal once
+  bool killed_ = false;
+  bool gave_up_ = false;  // on processes that SIGKILL does not end
+  Clock::time_point give_up_at_;
+  Clock::time_point next_check_;
+  bool check_gone_ = false;
+  std::vector<char> buffer_;
+};
+
+}  // namespace distrun
