@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# From a fresh machine: install dependencies, build, and run distrun's main job on its embedded default.
+# From a fresh machine: install dependencies, build, and run distrun's main job on its embedded default:
+# what distrun detects here, then a real 4-worker PyTorch (gloo) all-reduce launched by distrun.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh release
 echo "== distrun --detect (what distrun infers on this machine) =="
 build/release/distrun --detect
+echo "== a real launch: 4 PyTorch workers all-reduce over gloo =="
+build/release/distrun --nproc-per-node 4 -- /usr/bin/python3 examples/torch_allreduce.py
