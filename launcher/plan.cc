@@ -65,8 +65,10 @@ int WorkersPerNode(const Options& o, const Environment& env, size_t gpu_count, c
   if (n == "auto") return gpu_count > 0 ? std::max(1, static_cast<int>(gpu_count) / o.gpus_per_worker) : 1;
   if (n == "gpu") {
     if (gpu_count == 0) {
-      throw UsageError("--nproc-per-node=gpu but no GPU was found (" + source +
-                       "); use --nproc-per-node N or auto on a machine without GPUs");
+      throw UsageError(
+          "--nproc-per-node=gpu but no GPU was found (" +
+          (source == "none" ? std::string("no CUDA driver, /proc/driver/nvidia or /dev/nvidia*") : source) +
+          "); use --nproc-per-node N or auto on a machine without GPUs");
     }
     return static_cast<int>(gpu_count);
   }
