@@ -39,7 +39,9 @@ Summary Summarize(std::vector<double> samples) {
   Summary s;
   if (samples.empty()) return s;
   std::sort(samples.begin(), samples.end());
-  auto at = [&](double q) { return samples[static_cast<size_t>(q * static_cast<double>(samples.size() - 1))]; };
+  auto at = [&](double q) {
+    return samples[static_cast<size_t>(q * static_cast<double>(samples.size() - 1))];
+  };
   s.median = at(0.5);
   s.p10 = at(0.1);
   s.p90 = at(0.9);

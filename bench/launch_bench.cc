@@ -1,0 +1,57 @@
+// `distrun-bench launch`: whole-process time of `distrun --nproc-per-node N -- /bin/true` against
+// `mpiexec.mpich -n N /bin/true` and Open MPI's `mpirun -np N /bin/true`, alternated in one run so that
+// the ratio compares like with like.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "process_timer.h"
+
+namespace distrun::bench {
+
+int LaunchBench(const std::string& distrun, int runs, int nproc) {
+  const std::string n = std::to_string(nproc);
+  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/tmp",
+                                  "OMPI_MCA_plm_rsh_agent=", "OMPI_ALLOW_RUN_AS_ROOT=1",
+                                  "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+  struct Command {
+    const char* name;
+    std::vector<std::string> argv;
+    std::vector<double> samples;
+  };
+  std::vector<Command> commands = {
+      {"distrun", {distrun, "--nproc-per-node", n, "--", "/bin/true"}, {}},
+      {"mpiexec.mpich", {"/usr/bin/mpiexec.mpich", "-n", n, "/bin/true"}, {}},
+  };
+  if (::access("/usr/bin/mpirun.openmpi", X_OK) == 0) {
+    commands.push_back(
+        {"mpirun.openmpi", {"/usr/bin/mpirun.openmpi", "--oversubscribe", "-np", n, "/bin/true"}, {}});
+  }
+  for (auto& c : commands) {
+    for (int i = 0; i < 3; ++i) TimeProcess(c.argv, env);  // warm caches
+  }
+  for (int i = 0; i < runs; ++i) {
+    for (auto& c : commands) c.samples.push_back(TimeProcess(c.argv, env));
+  }
+  std::vector<Summary> s;
+  for (auto& c : commands) {
+    s.push_back(Summarize(c.samples));
+    std::printf("%-16s -n %s /bin/true: median %7.2f ms  p10 %7.2f ms  p90 %7.2f ms\n", c.name, n.c_str(),
+                s.back().median * 1e3, s.back().p10 * 1e3, s.back().p90 * 1e3);
+  }
+  std::printf(
+      "{\"bench\": \"launch\", \"nproc\": %d, \"runs\": %d, \"distrun_median_ms\": %.3f, "
+      "\"mpiexec_median_ms\": %.3f, \"ratio_to_mpiexec\": %.3f",
+      nproc, runs, s[0].median * 1e3, s[1].median * 1e3, s[0].median / s[1].median);
+  if (s.size() > 2) {
+    std::printf(", \"mpirun_median_ms\": %.3f, \"ratio_to_mpirun\": %.3f", s[2].median * 1e3,
+                s[0].median / s[2].median);
+  }
+  std::printf("}\n");
+  return 0;
+}
+
+}  // namespace distrun::bench
