@@ -62,19 +62,40 @@ std::string ScalarText(const YAML::Node& node, const std::string& path, const st
                    "' must be a value or a list of values, not a map or null");
 }
 
+// The 1-based line of a "---" document marker that follows content, or 0 when the text is one document.
+int SecondDocumentLine(const std::string& text) {
+  bool content = false;
+  int number = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + start, end - start);
+    ++number;
+    bool marker =
+        line.starts_with("---") && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker && content) return number;
+    std::string_view t = Trim(line);
+    if (!marker && !t.empty() && t.front() != '#' && t.front() != '%') content = true;
+    start = end + 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 ConfigFile ParseConfigText(const std::string& text, const std::string& path) {
   ConfigFile config;
   config.path = path;
+  // yaml-cpp 0.7's LoadAll never returns on some inputs (a lone ","), so a second document is found by
+  // its "---" marker instead: distrun reads one document and must not silently drop another.
+  if (int line = SecondDocumentLine(text); line > 0) {
+    throw UsageError(path + ":" + std::to_string(line) +
+                     ":1: a second YAML document (after ---) would be ignored; keep one document");
+  }
   YAML::Node root;
   try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      throw UsageError(Where(path, documents[1].Mark()) +
-                       ": a second YAML document (after ---) would be ignored; keep one document");
-    }
-    if (!documents.empty()) root = documents.front();
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw UsageError(Where(path, e.mark) + ": invalid YAML: " + e.msg + "; fix the syntax");
   }

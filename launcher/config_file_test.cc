@@ -253,3 +253,34 @@ TEST_F(ConfigFileDir, ErrorsInAFileNameItsPath) {
 
 }  // namespace
 }  // namespace distrun
+
+namespace distrun {
+namespace {
+
+TEST(ConfigFile, SecondDocumentIsRefusedWithItsLine) {
+  try {
+    ParseConfigText("nproc_per_node: 2\n---\nnproc_per_node: 4\n", "d.yaml");
+    FAIL() << "a second document must be an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("d.yaml:2:1: a second YAML document"), std::string::npos)
+        << e.what();
+  }
+  // A leading marker, comments and directives do not make a second document.
+  EXPECT_NO_THROW(ParseConfigText("%YAML 1.2\n# profile\n---\nnproc_per_node: 2\n", "d.yaml"));
+  EXPECT_NO_THROW(ParseConfigText("tag_template: \"--- {rank} \"\n", "d.yaml"));
+}
+
+// Found by config_fuzz: yaml-cpp's LoadAll never returned on a lone comma.
+TEST(ConfigFile, LoneCommaFinishes) {
+  try {
+    ParseConfigText(",", "fuzz.yaml");
+  } catch (const UsageError&) {
+  }
+  try {
+    ParseConfigText(",\n,", "fuzz.yaml");
+  } catch (const UsageError&) {
+  }
+}
+
+}  // namespace
+}  // namespace distrun
