@@ -44,7 +44,10 @@ void ThrowBadVariable(std::string_view name, std::string_view value, std::string
 long long ParseJobNumber(std::string_view name, std::string_view value) {
   bool digits = !value.empty() && value.size() <= 10 && value.find_first_not_of("0123456789") == value.npos;
   long long number = 0;
-  for (char c : value) number = number * 10 + (c - '0');
+  // Only digits, at most 10 of them, are accumulated: anything else could overflow before the check.
+  if (digits) {
+    for (char c : value) number = number * 10 + (c - '0');
+  }
   if (!digits || number > 4294967295LL) {
     ThrowBadVariable(name, value, "is not a job or step number",
                      "it must be a decimal number below 2^32 as the launcher sets it; unset it if it was "

@@ -330,3 +330,20 @@ TEST(SlurmDetector, EscapesControlCharactersInMessages) {
 
 }  // namespace
 }  // namespace distrun
+
+namespace distrun {
+namespace {
+
+// Found by environment_fuzz: a long non-numeric job id overflowed before it was rejected.
+TEST(SlurmDetector, LongNonNumericJobIdIsAnErrorNotAnOverflow) {
+  for (const char* id : {"\xea\xea\xea\xea\xea\xea\xea\xea\xea\xea\xea\xea"
+                         "12",
+                         "99999999999999999999", "-777777777777"}) {
+    Environment env = TwoNodeStep();
+    env.vars["SLURM_JOB_ID"] = id;
+    EXPECT_NE(DetectError(env).find("SLURM_JOB_ID="), std::string::npos) << id;
+  }
+}
+
+}  // namespace
+}  // namespace distrun
