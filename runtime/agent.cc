@@ -49,6 +49,17 @@ Agent::~Agent() {
 }
 
 Status Agent::Join(int restart_round, NodeAssignment* assignment) {
+  {
+    // Joins only once the service has registered the liveness stream (its first answer): a node that
+    // joined without one would miss broadcasts (a restart) and its loss would go unnoticed until the
+    // heartbeat timeout. The heartbeat loop ends this wait at the initialization timeout.
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, config_.initialization_timeout, [this] { return last_answer_ || ended_ || closing_; });
+    if (!last_answer_) {
+      return {StatusCode::kUnavailable,
+              "cannot reach the distrun runtime at " + config_.coordinator_address + ": no liveness stream"};
+    }
+  }
   NodeJoin join = config_.join;
   join.restart_round = restart_round;
   Status s = client_.Join(join, config_.initialization_timeout, assignment);
@@ -79,8 +90,12 @@ Status Agent::ReportSuccess() {
 
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
+  bool first = !last_answer_;
   last_answer_ = std::chrono::steady_clock::now();
-  if (event.kind == JobEvent::Kind::kHeartbeat) return;
+  if (event.kind == JobEvent::Kind::kHeartbeat) {
+    if (first) cv_.notify_all();  // Join waits for the first answer
+    return;
+  }
   if (event.kind != JobEvent::Kind::kRestart) ended_ = true;
   events_.push_back(event);
   uint64_t one = 1;

@@ -277,7 +277,13 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
           Close(ToGrpc(s));
           return;
         }
-        stream_id_ = id;
+        {
+          std::lock_guard lock(mu_);
+          stream_id_ = id;
+        }
+        // Answered at once: the agent waits for this before it joins, so that every node in rendezvous
+        // has a registered stream (its loss is noticed, and restart events reach it).
+        Enqueue(JobEvent{});
       } else {
         impl_.service_.Heartbeat(*stream_id_);
       }
