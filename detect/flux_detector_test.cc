@@ -29,17 +29,7 @@ Environment FluxTask() {
                   {"PMI_FD", "7"}});
 }
 
-std::string DetectError(const Environment& env) {
-  try {
-    FluxDetector().detect(env);
-  } catch (const UsageError& e) {
-    std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    return message;
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
+std::string DetectError(const Environment& env) { return testing::DetectorError(FluxDetector(), env); }
 
 TEST(FluxDetector, AbsentOutsideFlux) {
   EXPECT_THAT(

@@ -52,17 +52,7 @@ class LsfDetectorTest : public ::testing::Test {
     return env;
   }
 
-  std::string DetectError(const Environment& env) {
-    try {
-      LsfDetector().detect(env);
-    } catch (const UsageError& e) {
-      std::string message = e.what();
-      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-      return message;
-    }
-    ADD_FAILURE() << "no UsageError";
-    return "";
-  }
+  std::string DetectError(const Environment& env) { return testing::DetectorError(LsfDetector(), env); }
 
   std::filesystem::path root_;
 };

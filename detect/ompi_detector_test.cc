@@ -27,17 +27,7 @@ Environment OpenMpi5TwoNodes() {
                   {"PMIX_RANK", "6"}});
 }
 
-std::string DetectError(const Environment& env) {
-  try {
-    OmpiDetector().detect(env);
-  } catch (const UsageError& e) {
-    std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    return message;
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
+std::string DetectError(const Environment& env) { return testing::DetectorError(OmpiDetector(), env); }
 
 TEST(OmpiDetector, AbsentWithoutOpenMpi) {
   EXPECT_THAT(OmpiDetector().missing(MakeEnv({})),

@@ -40,17 +40,7 @@ Environment Pals() {
                   {"PMI_LOCAL_SIZE", "4"}});
 }
 
-std::string DetectError(const Environment& env) {
-  try {
-    PmiDetector().detect(env);
-  } catch (const UsageError& e) {
-    std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    return message;
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
+std::string DetectError(const Environment& env) { return testing::DetectorError(PmiDetector(), env); }
 
 TEST(PmiDetector, AbsentWithoutPmiVariables) {
   EXPECT_THAT(PmiDetector().missing(MakeEnv({})), ElementsAre(HasSubstr("PMI_RANK and PMI_SIZE")));

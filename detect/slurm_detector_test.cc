@@ -47,17 +47,7 @@ Environment TwoNodeStep() {
                   {"SLURM_NTASKS", "99"}});  // the allocation's count: must be ignored
 }
 
-std::string DetectError(const Environment& env) {
-  try {
-    SlurmDetector().detect(env);
-  } catch (const UsageError& e) {
-    std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    return message;
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
+std::string DetectError(const Environment& env) { return testing::DetectorError(SlurmDetector(), env); }
 
 TEST(SlurmDetector, AbsentOutsideSlurm) {
   EXPECT_THAT(SlurmDetector().missing(MakeEnv({})),

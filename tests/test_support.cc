@@ -1,7 +1,11 @@
 #include "test_support.h"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <stdexcept>
+
+#include "detect/errors.h"
 
 namespace distrun::testing {
 
@@ -40,6 +44,18 @@ Environment LoadFixtureEnv(const std::string& relative_path, const std::string& 
     env.vars[name] = value;
   }
   return env;
+}
+
+std::string DetectorError(const Detector& detector, const Environment& env) {
+  try {
+    detector.detect(env);
+  } catch (const UsageError& e) {
+    std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    return message;
+  }
+  ADD_FAILURE() << "no UsageError from the " << detector.name << " detector";
+  return "";
 }
 
 }  // namespace distrun::testing

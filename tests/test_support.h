@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "detect/detector.h"
 #include "detect/environment.h"
 
 namespace distrun::testing {
@@ -22,5 +23,9 @@ Environment LoadFixtureEnv(const std::string& relative_path, const std::string& 
 std::vector<std::pair<std::string, std::string>> ReadFixtureLines(const std::string& relative_path);
 
 std::string FixturePath(const std::string& relative_path);
+
+// The UsageError message `detector` throws for `env`; records a test failure when it throws none or when the
+// message is not one line.
+std::string DetectorError(const Detector& detector, const Environment& env);
 
 }  // namespace distrun::testing
