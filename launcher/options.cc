@@ -224,6 +224,44 @@ const std::vector<OptionSpec> kTable = {
      [](Options& o, const std::string& where, const std::string& v) {
        o.ranks_filter = ParseRankList(where, v);
      }},
+    {"token-file", "FILE",
+     "read the job token from FILE (when DISTRUN_TOKEN is not set); every node of the job must use the same",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "name a file that holds the job token");
+       o.token_file = v;
+     }},
+    {"heartbeat-timeout", "SECONDS",
+     "a node silent for this long (frozen, partitioned) is lost and the job ends", "10",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.heartbeat_timeout_s = Seconds(where, v);
+       if (o.heartbeat_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
+     }},
+    {"initialization-timeout", "SECONDS", "how long rendezvous waits for every node to join", "300",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.initialization_timeout_s = Seconds(where, v);
+       if (o.initialization_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
+     }},
+    {"coordinator-bind-address", "ADDRESS",
+     "where node 0's runtime service listens (default: the coordinator host; loopback in local mode)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       HostPort hp = ParseHostPort(where, v);
+       if (hp.port) Bad(where, v, "give an address without a port; the port is --coordinator-port");
+       o.coordinator_bind_address = hp.host;
+     }},
+    {"cpu-bind", "none|gpu|numa",
+     "pin each worker to CPUs: gpu (those local to its GPUs), numa (its NUMA node), none", "none",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "none")
+         o.cpu_bind = CpuBind::kNone;
+       else if (v == "gpu")
+         o.cpu_bind = CpuBind::kGpu;
+       else if (v == "numa")
+         o.cpu_bind = CpuBind::kNuma;
+       else
+         Bad(where, v, "use none, gpu or numa");
+     }},
 };
 
 }  // namespace

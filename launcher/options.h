@@ -17,6 +17,7 @@ const char* OptionSourceName(OptionSource source);
 
 enum class DetectFormat { kText, kJson, kYaml, kEnv };
 enum class TagOutput { kAuto, kOn, kOff };
+enum class CpuBind { kNone, kGpu, kNuma };
 
 struct Options {
   ExplicitTopology topology;              // detection method and explicit values
@@ -51,6 +52,14 @@ struct Options {
   std::string tag_template = "[{rank}] ";
   std::optional<std::string> log_dir;
   std::optional<std::vector<int>> ranks_filter;  // console only
+
+  // The runtime (runtime/): the coordination service hosted by node 0 and this node's agent.
+  std::optional<std::string> token_file;                // the job token, when DISTRUN_TOKEN is not set
+  double heartbeat_timeout_s = 10;                      // silence after which a node counts as lost
+  double initialization_timeout_s = 300;                // how long rendezvous waits for every node
+  std::optional<std::string> coordinator_bind_address;  // where node 0's service listens
+
+  CpuBind cpu_bind = CpuBind::kNone;  // CPU affinity of each worker
 };
 
 // One row of the option table.

@@ -13,5 +13,7 @@ case "$flavour" in
               -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14) ;;
   *) echo "build.sh: unknown flavour '$flavour'; use release, asan or fuzz" >&2; exit 2 ;;
 esac
+# ccache, where installed, makes rebuilds in several build trees cheap; it is optional.
+if command -v ccache >/dev/null; then args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
 ninja -C "$dir" -j "$jobs"
