@@ -40,6 +40,9 @@ struct Topology {
   std::string device_variable;  // which variable visible_devices came from, for messages
 
   std::string job_id;              // the launcher's job identity, for the run id and the coordinator port
+  // The job's secret for distrun's runtime, when one choice reached every process (the MPI probe's rank
+  // 0). Never printed.
+  std::optional<std::string> job_token;
   std::optional<int> slice_index;  // TPU multislice
   std::vector<std::string> warnings;
 };

@@ -13,9 +13,11 @@
 #include "launcher/command_line.h"
 #include "launcher/config_file.h"
 #include "launcher/detect_report.h"
+#include "launcher/kv_command.h"
 #include "launcher/options.h"
 #include "launcher/output.h"
 #include "launcher/plan.h"
+#include "launcher/runtime_link.h"
 #include "launcher/supervisor.h"
 #include "launcher/version.h"
 
@@ -23,12 +25,16 @@ namespace distrun {
 namespace {
 
 constexpr int kUsageExit = 2;
+constexpr int kJobLinkExit = 1;
 
 void PrintWarnings(const Plan& plan) {
   for (const auto& w : plan.warnings) std::fprintf(stderr, "distrun: warning: %s\n", w.c_str());
 }
 
 int Run(int argc, const char* const* argv) {
+  if (argc > 1 && IsRuntimeVerb(argv[1])) {
+    return RunRuntimeVerb(std::vector<std::string>(argv + 1, argv + argc), Environment::FromProcess().vars);
+  }
   CommandLine cl = ParseCommandLine(argc, argv);
   if (cl.action == Action::kHelp) {
     std::fputs(cl.help_text.c_str(), stdout);
@@ -70,7 +76,11 @@ int Run(int argc, const char* const* argv) {
   }
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
-  Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log);
+  // Every distrun is an agent of the job's runtime; node 0's also hosts its service.
+  JobLinkFactory make_link = [plan, options, env, log]() -> std::unique_ptr<JobLink> {
+    return std::make_unique<RuntimeLink>(plan, options, env, log);
+  };
+  Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log, std::move(make_link));
   return supervisor.Run();
 }
 
@@ -83,6 +93,9 @@ int main(int argc, char** argv) {
   } catch (const distrun::UsageError& e) {
     std::fprintf(stderr, "distrun: error: %s\n", e.what());
     return distrun::kUsageExit;
+  } catch (const distrun::JobLinkError& e) {
+    std::fprintf(stderr, "distrun: error: %s\n", e.what());
+    return distrun::kJobLinkExit;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distrun: internal error: %s; please report it\n", e.what());
     return 1;

@@ -39,24 +39,6 @@ std::vector<std::string> CommaList(const std::string& where, const std::string& 
   return items;
 }
 
-// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h").
-double Seconds(const std::string& where, const std::string& value) {
-  const char* expected = "use seconds (0.5, 30) or a number with s, m or h (90s, 10m, 2h)";
-  std::string_view t = Trim(value);
-  double unit = 1;
-  if (!t.empty() && (t.back() == 's' || t.back() == 'm' || t.back() == 'h')) {
-    unit = t.back() == 'h' ? 3600 : t.back() == 'm' ? 60 : 1;
-    t.remove_suffix(1);
-  }
-  if (t.empty() || t.find_first_not_of("0123456789.") != std::string_view::npos) Bad(where, value, expected);
-  double n = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-  if (ec != std::errc() || end != t.data() + t.size()) Bad(where, value, expected);
-  n *= unit;
-  if (!(n <= 1e9)) Bad(where, value, "use at most 1e9 seconds");
-  return n;
-}
-
 const std::vector<OptionSpec> kTable = {
     {"cluster-detection-method", "NAME",
      "auto (detect), deactivate (use only explicit values), or one of local, ompi, pmi, slurm, tpu, k8s, "
@@ -185,11 +167,11 @@ const std::vector<OptionSpec> kTable = {
     {"grace-period", "SECONDS",
      "how long workers get between SIGTERM and SIGKILL when the job stops (fractions allowed: 0.5)", "30",
      [](Options& o, const std::string& where, const std::string& v) {
-       o.grace_period_s = Seconds(where, v);
+       o.grace_period_s = ParseSeconds(where, v);
      }},
     {"timeout", "SECONDS", "stop the job after this much wall time and exit with code 124 (90s, 2h; 0: none)",
      "0",
-     [](Options& o, const std::string& where, const std::string& v) { o.timeout_s = Seconds(where, v); }},
+     [](Options& o, const std::string& where, const std::string& v) { o.timeout_s = ParseSeconds(where, v); }},
     {"forward-signals", "LIST",
      "signals passed on to every worker without stopping the job: names like USR1,USR2, or none", "USR1,USR2",
      [](Options& o, const std::string& where, const std::string& v) {
@@ -234,12 +216,12 @@ const std::vector<OptionSpec> kTable = {
     {"heartbeat-timeout", "SECONDS",
      "a node silent for this long (frozen, partitioned) is lost and the job ends", "10",
      [](Options& o, const std::string& where, const std::string& v) {
-       o.heartbeat_timeout_s = Seconds(where, v);
+       o.heartbeat_timeout_s = ParseSeconds(where, v);
        if (o.heartbeat_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
      }},
     {"initialization-timeout", "SECONDS", "how long rendezvous waits for every node to join", "300",
      [](Options& o, const std::string& where, const std::string& v) {
-       o.initialization_timeout_s = Seconds(where, v);
+       o.initialization_timeout_s = ParseSeconds(where, v);
        if (o.initialization_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
      }},
     {"coordinator-bind-address", "ADDRESS",
@@ -265,6 +247,24 @@ const std::vector<OptionSpec> kTable = {
 };
 
 }  // namespace
+
+// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h").
+double ParseSeconds(const std::string& where, const std::string& value) {
+  const char* expected = "use seconds (0.5, 30) or a number with s, m or h (90s, 10m, 2h)";
+  std::string_view t = Trim(value);
+  double unit = 1;
+  if (!t.empty() && (t.back() == 's' || t.back() == 'm' || t.back() == 'h')) {
+    unit = t.back() == 'h' ? 3600 : t.back() == 'm' ? 60 : 1;
+    t.remove_suffix(1);
+  }
+  if (t.empty() || t.find_first_not_of("0123456789.") != std::string_view::npos) Bad(where, value, expected);
+  double n = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+  if (ec != std::errc() || end != t.data() + t.size()) Bad(where, value, expected);
+  n *= unit;
+  if (!(n <= 1e9)) Bad(where, value, "use at most 1e9 seconds");
+  return n;
+}
 
 const char* OptionSourceName(OptionSource source) {
   switch (source) {

@@ -74,6 +74,10 @@ struct OptionSpec {
 
 const std::vector<OptionSpec>& OptionTable();
 
+// Seconds, fractions allowed ("0.5"), with an optional unit s, m or h ("90s", "2h"); at most 1e9 seconds.
+// Throws UsageError naming `where`.
+double ParseSeconds(const std::string& where, const std::string& value);
+
 // "nproc-per-node" → "DISTRUN_NPROC_PER_NODE" and "nproc_per_node".
 std::string EnvNameFor(const char* option_name);
 std::string ConfigKeyFor(const char* option_name);

@@ -34,11 +34,13 @@ std::string Seconds(double s) {
 
 }  // namespace
 
-Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log)
+Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log,
+                       JobLinkFactory make_link)
     : plan_(std::move(plan)),
       options_(std::move(options)),
       env_(std::move(env)),
       log_(std::move(log)),
+      make_link_(std::move(make_link)),
       output_([&] {
         OutputSettings s;
         s.tag = options_.tag_output == TagOutput::kOn ||
@@ -112,6 +114,9 @@ void Supervisor::SetUpProcess() {
 std::vector<std::string> Supervisor::WorkerEnvironment(const WorkerPlan& plan) const {
   std::map<std::string, std::string, std::less<>> vars = env_.vars;
   for (const auto& [name, value] : plan.env) vars[name] = value;
+  if (link_ && options_.export_distrun) {
+    for (const auto& [name, value] : link_->WorkerSecrets()) vars[name] = value;
+  }
   std::vector<std::string> out;
   out.reserve(vars.size());
   for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
@@ -122,6 +127,8 @@ void Supervisor::StartWorkers() {
   phase_ = Phase::kRunning;
   stop_reason_ = StopReason::kNone;
   root_cause_.reset();
+  root_cause_here_ = true;
+  local_done_ = false;
   killed_ = false;
   gave_up_ = false;
   workers_.clear();
@@ -142,6 +149,14 @@ void Supervisor::StartWorkers() {
       log_->error("{}", e.what());
       no_restart_ = true;  // the next attempt would fail the same way
       BeginStop(StopReason::kSpawnError, e.exit_code());
+      if (link_) {
+        FailedWorker f;
+        f.host = env_.hostname;
+        f.process_id = w.plan.process_id;
+        f.exit_code = e.exit_code();
+        f.description = e.what();
+        link_->ReportFailure(f);
+      }
       return;
     }
     w.started = true;
@@ -166,17 +181,24 @@ int Supervisor::Run() {
     return pending_stop_->first;
   }
   try {
+    if (make_link_) {
+      link_ = make_link_();
+      WatchFd(link_->event_fd(), POLLIN, [this](short) { OnJobDecisions(); });
+    }
     while (true) {
+      if (link_) JoinRound(restart_count_);
       StartWorkers();
       Loop();
       FinishRun();
       if (!ShouldRestart()) break;
-      ++restart_count_;
+      restart_count_ = link_ ? decision_->restart_round : restart_count_ + 1;
       log_->warn("restarting all workers (restart {} of {}, --max-restarts)", restart_count_,
                  options_.max_restarts);
-      JobAssignment assignment = plan_.assignment;
-      assignment.restart_count = restart_count_;
-      plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
+      if (!link_) {
+        JobAssignment assignment = plan_.assignment;
+        assignment.restart_count = restart_count_;
+        plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
+      }
     }
   } catch (...) {
     KillEverything();
@@ -195,9 +217,68 @@ int Supervisor::Run() {
 }
 
 bool Supervisor::ShouldRestart() const {
-  if (stop_reason_ != StopReason::kFailure || no_restart_) return false;
-  if (restart_count_ >= options_.max_restarts) return false;
+  if (no_restart_) return false;
+  if (link_) {
+    // The job decides, for every node alike.
+    if (!decision_ || decision_->kind != JobDecision::Kind::kRestart) return false;
+  } else if (stop_reason_ != StopReason::kFailure || restart_count_ >= options_.max_restarts) {
+    return false;
+  }
   return !timeout_at_ || Clock::now() < *timeout_at_;
+}
+
+void Supervisor::JoinRound(int round) {
+  // Waiting for the other nodes may take long. No worker runs meanwhile, so INT, TERM and HUP may end
+  // distrun the ordinary way: nothing is left behind.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+  JobAssignment assignment;
+  try {
+    assignment = link_->Rendezvous(round, plan_.assignment);
+  } catch (...) {
+    ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    throw;
+  }
+  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  decision_.reset();
+  plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
+  log_->debug("rendezvous round {}: ranks {}..{} of {} on this node", round, assignment.rank_offset,
+              assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1, assignment.num_processes);
+}
+
+bool Supervisor::AwaitingDecision() const {
+  if (!link_ || decision_) return false;
+  return stop_reason_ == StopReason::kSuccess || stop_reason_ == StopReason::kFailure ||
+         stop_reason_ == StopReason::kSpawnError;
+}
+
+void Supervisor::OnJobDecisions() {
+  for (JobDecision& d : link_->TakeDecisions()) {
+    if (decision_) continue;  // the first decision of a round is the one
+    switch (d.kind) {
+      case JobDecision::Kind::kStop:
+        no_restart_ = true;
+        if (phase_ == Phase::kRunning) {
+          log_->error("the job stopped: {}; stopping this node's workers", d.reason);
+          BeginStop(StopReason::kExternal, d.exit_code);
+        } else if (stop_reason_ != StopReason::kSignal && stop_reason_ != StopReason::kTimeout) {
+          exit_code_ = d.exit_code;  // every node exits with the root cause's code
+          if (stop_reason_ == StopReason::kSuccess) log_->error("the job stopped: {}", d.reason);
+        }
+        break;
+      case JobDecision::Kind::kRestart:
+        if (phase_ == Phase::kRunning) {
+          log_->warn("restarting the job (round {}) after {}", d.restart_round, d.reason);
+          BeginStop(StopReason::kRestart, 0);
+        }
+        break;
+      case JobDecision::Kind::kComplete:
+        break;
+    }
+    decision_ = std::move(d);
+  }
 }
 
 void Supervisor::Loop() {
@@ -207,14 +288,19 @@ void Supervisor::Loop() {
   next_check_ = Clock::now();
   while (true) {
     Clock::time_point now = Clock::now();
-    if (phase_ == Phase::kStopping && (check_gone_ || now >= next_check_)) {
+    if (phase_ == Phase::kStopping && !local_done_ && (check_gone_ || now >= next_check_)) {
       check_gone_ = false;
       next_check_ = now + kStopTick;
       // Orphans keep arriving while their parents die: each gets the stop signal too.
       if (killed_ && !gave_up_) SignalJob(SIGKILL);
-      if (JobGone()) return;
-      if (!killed_) SignalNewOrphans();
+      if (JobGone()) {
+        local_done_ = true;
+        if (AwaitingDecision()) log_->debug("this node is done; waiting for the rest of the job");
+      } else if (!killed_) {
+        SignalNewOrphans();
+      }
     }
+    if (phase_ == Phase::kStopping && local_done_ && !AwaitingDecision()) return;
     fds.clear();
     what.clear();
     fds.push_back({signal_fd_.get(), POLLIN, 0});
@@ -260,10 +346,11 @@ int Supervisor::PollTimeoutMs(Clock::time_point now) const {
     if (!wake || t < *wake) wake = t;
   };
   if (phase_ == Phase::kRunning && timeout_at_) earliest(*timeout_at_);
-  if (phase_ == Phase::kStopping) {
+  if (phase_ == Phase::kStopping && !local_done_) {
     earliest(next_check_);
     if (!gave_up_) earliest(killed_ ? give_up_at_ : kill_at_);
   }
+  if (phase_ == Phase::kStopping && local_done_ && timeout_at_) earliest(*timeout_at_);
   if (!wake) return -1;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
   return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 60 * 60 * 1000));
@@ -276,6 +363,11 @@ void Supervisor::CheckTimers(Clock::time_point now) {
       log_->error("the job ran for --timeout {}; stopping the workers (exit code {})",
                   Seconds(options_.timeout_s), kTimeoutExit);
       BeginStop(StopReason::kTimeout, kTimeoutExit);
+    } else if (local_done_ && AwaitingDecision()) {
+      log_->error("the job ran for --timeout {} while this node waited for the others (exit code {})",
+                  Seconds(options_.timeout_s), kTimeoutExit);
+      stop_reason_ = StopReason::kTimeout;
+      exit_code_ = kTimeoutExit;
     }
   }
   if (phase_ != Phase::kStopping) return;
@@ -388,7 +480,11 @@ void Supervisor::HandleSignals() {
     }
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
       no_restart_ = true;
-      if (phase_ == Phase::kRunning) {
+      if (local_done_ && AwaitingDecision()) {
+        log_->warn("received {} while waiting for the other nodes; exiting", SignalName(sig));
+        stop_reason_ = StopReason::kSignal;
+        exit_code_ = 128 + sig;
+      } else if (phase_ == Phase::kRunning) {
         log_->warn("received {}; stopping the workers ({} now, SIGKILL after --grace-period {})",
                    SignalName(sig), SignalName(sig), Seconds(options_.grace_period_s));
         BeginStop(StopReason::kSignal, 128 + sig, sig);
@@ -453,6 +549,15 @@ void Supervisor::OnWorkerExit(size_t slot) {
     log_->error("rank {} (pid {}) failed with {}{}", w.plan.process_id, w.child.pid(),
                 DescribeWaitStatus(status), workers_.size() > 1 ? "; stopping the other workers" : "");
     BeginStop(StopReason::kFailure, ExitCodeOf(status));
+    if (link_) {
+      // After the local stop began: this node's workers need not wait for the network.
+      FailedWorker f;
+      f.host = env_.hostname;
+      f.process_id = w.plan.process_id;
+      f.exit_code = ExitCodeOf(status);
+      f.description = DescribeWaitStatus(status);
+      root_cause_here_ = link_->ReportFailure(f);
+    }
     return;
   }
   bool all_done = std::all_of(workers_.begin(), workers_.end(),
@@ -460,6 +565,7 @@ void Supervisor::OnWorkerExit(size_t slot) {
   if (all_done) {
     log_->debug("every worker exited with code 0");
     BeginStop(StopReason::kSuccess, 0);
+    if (link_) link_->ReportSuccess();
   }
 }
 
@@ -532,7 +638,7 @@ bool Supervisor::JobGone() {
 
 void Supervisor::FinishRun() {
   DrainPipes();
-  if (root_cause_) PrintFailureSummary();
+  if (root_cause_ && root_cause_here_) PrintFailureSummary();
 }
 
 void Supervisor::PrintFailureSummary() {

@@ -5,6 +5,10 @@
 // child subreaper that kills and reaps orphaned descendants at teardown, and a sentinel process covers a
 // distrun killed with SIGKILL (launcher/sentinel.h).
 //
+// With a job link (launcher/job_link.h) the job spans nodes: each round of workers starts after rendezvous,
+// a failure anywhere stops (or restarts) the workers everywhere, and distrun exits once the job has ended on
+// every node.
+//
 // Exit codes: 0 when every worker exits 0; else the root cause's (the first worker to fail: its exit code,
 // or 128 + N for signal N); 128 + N when distrun gets SIGINT, SIGTERM or SIGHUP; 124 for --timeout;
 // 127 when the command is not found, 126 when it cannot be executed.
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "detect/environment.h"
+#include "launcher/job_link.h"
 #include "launcher/options.h"
 #include "launcher/output.h"
 #include "launcher/plan.h"
@@ -37,10 +42,15 @@ namespace distrun {
 
 inline constexpr int kTimeoutExit = 124;
 
+// Made by Run once distrun's signals are blocked, so that threads the link starts never take them.
+using JobLinkFactory = std::function<std::unique_ptr<JobLink>()>;
+
 class Supervisor {
  public:
-  // `options.command` is what every worker runs. Throws UsageError for an unusable --log-dir.
-  Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log);
+  // `options.command` is what every worker runs. Without `make_link` this node is the whole job. Throws
+  // UsageError for an unusable --log-dir.
+  Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log,
+             JobLinkFactory make_link = nullptr);
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -55,13 +65,13 @@ class Supervisor {
   void StopJob(int exit_code, const std::string& reason);
 
   // Starts the workers, supervises them (restarting up to --max-restarts times), tears everything down
-  // and returns distrun's exit code.
+  // and returns distrun's exit code. Throws JobLinkError when the job cannot be formed (rendezvous).
   int Run();
 
  private:
   using Clock = std::chrono::steady_clock;
   enum class Phase { kIdle, kRunning, kStopping };
-  enum class StopReason { kNone, kSuccess, kFailure, kSignal, kTimeout, kExternal, kSpawnError };
+  enum class StopReason { kNone, kSuccess, kFailure, kSignal, kTimeout, kExternal, kSpawnError, kRestart };
 
   struct Worker {
     WorkerPlan plan;
@@ -82,6 +92,10 @@ class Supervisor {
   };
 
   void SetUpProcess();
+  void JoinRound(int round);
+  void OnJobDecisions();
+  // Whether this node's part is over but the job's decision (stop, restart, complete) is still to come.
+  bool AwaitingDecision() const;
   void StartWorkers();
   void Loop();
   void FinishRun();
@@ -111,6 +125,11 @@ class Supervisor {
   Options options_;
   Environment env_;
   std::shared_ptr<spdlog::logger> log_;
+  JobLinkFactory make_link_;
+  std::unique_ptr<JobLink> link_;
+  std::optional<JobDecision> decision_;  // the job's, for this round
+  bool root_cause_here_ = true;          // this node's failure was the job's first
+  bool local_done_ = false;              // every process this node started in this round is gone
   Output output_;
   std::vector<Worker> workers_;
   std::vector<Watch> watches_;

@@ -30,6 +30,10 @@ Agent::Agent(AgentConfig config)
   stream_ = client_.OpenLiveness(
       config_.join.node_rank, [this](const JobEvent& e) { Push(e); },
       [this](const Status& s) {
+        {
+          std::lock_guard lock(mu_);
+          lost_reason_ = s.message.empty() ? StatusCodeName(s.code) : s.message;
+        }
         CoordinatorLost("the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " +
                         s.message + ")");
       });
@@ -56,8 +60,12 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment) {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, config_.initialization_timeout, [this] { return last_answer_ || ended_ || closing_; });
     if (!last_answer_) {
+      // The stream's own end says most (a refused token, a node rank given twice); else nothing answered.
       return {StatusCode::kUnavailable,
-              "cannot reach the distrun runtime at " + config_.coordinator_address + ": no liveness stream"};
+              lost_reason_.empty() ? "cannot reach the distrun runtime at " + config_.coordinator_address +
+                                         " within the initialization timeout"
+                                   : "cannot join the distrun runtime at " + config_.coordinator_address +
+                                         ": " + lost_reason_};
     }
   }
   NodeJoin join = config_.join;

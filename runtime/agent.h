@@ -69,6 +69,7 @@ class Agent {
   bool closing_ = false;  // the destructor runs
   std::chrono::steady_clock::time_point started_;
   std::optional<std::chrono::steady_clock::time_point> last_answer_;
+  std::string lost_reason_;  // why the liveness stream ended, once it has
 
   std::unique_ptr<LivenessStream> stream_;
   std::thread heartbeat_;

@@ -99,6 +99,32 @@ distrun_client* distrun_client_open(const char* coordinator_address, const char*
   }
 }
 
+distrun_client* distrun_client_open_env(int64_t call_timeout_ms, char* error, size_t error_len) {
+  auto fail = [&](const std::string& message) -> distrun_client* {
+    if (error != nullptr && error_len > 0) {
+      std::strncpy(error, message.c_str(), error_len - 1);
+      error[error_len - 1] = '\0';
+    }
+    return nullptr;
+  };
+  const char* address = std::getenv("DISTRUN_COORDINATOR_ADDRESS");
+  if (address == nullptr || *address == '\0') {
+    return fail("DISTRUN_COORDINATOR_ADDRESS is not set; run this program as a worker of distrun");
+  }
+  const char* token = std::getenv("DISTRUN_TOKEN");
+  const char* id = std::getenv("DISTRUN_PROCESS_ID");
+  int process_id = 0;
+  if (id != nullptr && *id != '\0') {
+    char* end = nullptr;
+    long n = std::strtol(id, &end, 10);
+    if (*end != '\0' || n < 0 || n > 1 << 30) {
+      return fail(std::string("DISTRUN_PROCESS_ID='") + id + "' is not a process id (0, 1, ...)");
+    }
+    process_id = static_cast<int>(n);
+  }
+  return distrun_client_open(address, token ? token : "", process_id, call_timeout_ms, error, error_len);
+}
+
 void distrun_client_close(distrun_client* client) { delete client; }
 
 size_t distrun_client_last_error(distrun_client* client, char* buffer, size_t len) {

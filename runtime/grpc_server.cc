@@ -81,6 +81,9 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                        config_.address + "'; use 127.0.0.1 or ::1");
     }
     grpc::ServerBuilder builder;
+    // gRPC sets SO_REUSEPORT by default: a second service (another job, a node started twice) would then
+    // share the port and split the agents between two jobs instead of failing.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddListeningPort(config_.address, grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(this);
     builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
@@ -133,7 +136,8 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     bool root = false;
     Status s = service_.ReportFailure(req->restart_round(), FromProto(req->failure()), &root);
     resp->set_root_cause(root);
-    if (root) log_->error("job failure: {}", DescribeFailure(FromProto(req->failure())));
+    // The reporting node prints the failure summary and every other node names it: here only for -v.
+    if (root) log_->debug("job failure: {}", DescribeFailure(FromProto(req->failure())));
     reactor->Finish(ToGrpc(s));
     return reactor;
   }

@@ -86,6 +86,11 @@ std::string CoordinationService::MissingNodes() const {
   return JoinNames(missing);
 }
 
+size_t CoordinationService::AttachedAgents() const {
+  std::lock_guard lock(mu_);
+  return streams_.size();
+}
+
 std::string CoordinationService::RendezvousProgress() const {
   std::lock_guard lock(mu_);
   if (state_ != JobState::kRendezvous) return {};

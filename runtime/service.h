@@ -97,6 +97,9 @@ class CoordinationService {
   std::optional<FailedWorker> RootCause() const;
   // "waiting for 2 of 3 nodes; missing: node 2 (host-c)"; empty outside rendezvous.
   std::string RendezvousProgress() const;
+  // Liveness streams attached now. The host of the service waits for the other nodes' streams to end before
+  // it takes the service down, so that the job's final event reaches every node.
+  size_t AttachedAgents() const;
 
  private:
   using Completions = std::vector<std::function<void()>>;

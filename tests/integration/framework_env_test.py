@@ -1,11 +1,12 @@
 """What JAX, Keras and PyTorch would read under distrun is consistent across every worker."""
 import json
 import os
+import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from distrun_harness import run  # noqa: E402
+from distrun_harness import DISTRUN, run  # noqa: E402
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "framework_env_check.py")
 
@@ -34,13 +35,26 @@ class FrameworkEnv(unittest.TestCase):
         self.assertEqual(jax_host, torch_host)
         self.assertNotEqual(jax_port, torch_port)
 
-    def test_per_task_worker_matches_the_given_ids(self):
-        docs = self.workers("--cluster-detection-method", "deactivate", "--num-processes", "4", "--process-id", "2",
-                            "--coordinator-address", "127.0.0.1:29999")
-        self.assertEqual(len(docs), 1)
-        self.assertEqual(docs[0]["jax"]["process_id"], 2)
-        self.assertEqual(docs[0]["keras"]["num_processes"], 4)
-        self.assertEqual(docs[0]["torch"]["rank"], 2)
+    def test_per_task_workers_match_their_given_ids(self):
+        # Four distrun processes of one job, as a launcher would start them; each runs one worker.
+        procs = [subprocess.Popen(
+            [DISTRUN, "--cluster-detection-method", "deactivate", "--num-processes", "4", "--process-id", str(i),
+             "--coordinator-address", "127.0.0.1:29999", "--tag-output", "off", "--", "/usr/bin/python3", SCRIPT],
+            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True) for i in range(4)]
+        docs = {}
+        for i, p in enumerate(procs):
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+            lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+            self.assertEqual(len(lines), 1)
+            docs[i] = lines[0]
+        for i, d in docs.items():
+            self.assertEqual(d["jax"]["process_id"], i)
+            self.assertEqual(d["keras"]["num_processes"], 4)
+            self.assertEqual(d["torch"]["rank"], i)
+        self.assertEqual(len({d["torch"]["master"] for d in docs.values()}), 1)
+        self.assertEqual(len({d["jax"]["coordinator"] for d in docs.values()}), 1)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -74,9 +76,19 @@ class Contract(LaunchCase):
         self.no_process_left()
 
     def test_per_task_mode_runs_one_worker_as_the_given_process(self):
-        options = ["--cluster-detection-method", "deactivate", "--process-id", "2", "--num-processes", "4",
-                   "--coordinator-address", "127.0.0.1:61997", "--run-id", "per-task-test"]
-        envs, plan = self.launch_and_plan(options, self.env(JAX_COORDINATOR_PORT="61996"))
+        common = ["--cluster-detection-method", "deactivate", "--num-processes", "4",
+                  "--coordinator-address", "127.0.0.1:61997", "--run-id", "per-task-test"]
+        env = self.env(JAX_COORDINATOR_PORT="61996")
+        # The job's other three processes: rendezvous needs every one.
+        peers_dir = tempfile.mkdtemp(prefix="distrun-peers-")
+        self.addCleanup(shutil.rmtree, peers_dir, ignore_errors=True)
+        peers = [self.popen([*common, "--process-id", str(i), "--", PYTHON, "-c", DUMP_ENV, peers_dir], env=env)
+                 for i in (0, 1, 3)]
+        envs, plan = self.launch_and_plan([*common, "--process-id", "2"], env)
+        for peer in peers:
+            out, err = peer.communicate(timeout=30)
+            self.assertEqual(peer.returncode, 0, err)
+        self.assertEqual(sorted(os.listdir(peers_dir)), ["env-0.json", "env-1.json", "env-3.json"])
         self.assertEqual(plan["launch_mode"], "per-task")
         self.assertEqual(list(envs), [2])
         self.assert_agree(envs, plan)

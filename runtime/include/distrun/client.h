@@ -1,8 +1,8 @@
 /* distrun's worker client: the runtime's key-value store and barriers from any language (DESIGN §4).
  *
- * A C API so that Python (ctypes), Rust, Go and others can bind it. The library reads no environment
- * variable itself: pass it DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN and DISTRUN_PROCESS_ID as distrun set
- * them for the worker.
+ * A C API so that Python (ctypes), Rust, Go and others can bind it. distrun_client_open_env() reads
+ * DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN and DISTRUN_PROCESS_ID as distrun set them for the worker;
+ * distrun_client_open() takes them as arguments.
  *
  * Every call returns 0 on success or a distrun_status code; distrun_client_last_error() then says what
  * happened, naming the key, barrier or worker concerned. A handle may be shared by threads; the last error
@@ -44,6 +44,9 @@ typedef struct distrun_kv_entry {
  * that do not wait (0: 30 s). Returns NULL with a message in `error` (when given) for unusable arguments. */
 distrun_client* distrun_client_open(const char* coordinator_address, const char* token, int process_id,
                                     int64_t call_timeout_ms, char* error, size_t error_len);
+/* The same, from the variables distrun sets for every worker: DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN and
+ * DISTRUN_PROCESS_ID. Returns NULL with a message in `error` (when given) when they are missing or bad. */
+distrun_client* distrun_client_open_env(int64_t call_timeout_ms, char* error, size_t error_len);
 void distrun_client_close(distrun_client* client);
 
 /* Copies the last error message, NUL-terminated and cut to `len`. Returns its full length. */

@@ -1,0 +1,52 @@
+#pragma once
+// The supervisor's narrow view of the job beyond this node (DESIGN §4): rendezvous before each round of
+// workers, reports of this node's outcome, and the job's decisions (stop, restart, complete), announced on a
+// descriptor the supervisor's poll loop watches. launcher/runtime_link.h implements it over the runtime.
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "launcher/plan.h"
+#include "runtime/types.h"
+
+namespace distrun {
+
+// The job could not be formed or kept: rendezvous timed out, the coordinator cannot be reached or listened
+// on. The message says what happened and what to do.
+class JobLinkError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JobDecision {
+  enum class Kind { kStop, kRestart, kComplete };
+  Kind kind = Kind::kStop;
+  int exit_code = 0;      // kStop: the root cause's
+  int restart_round = 0;  // kRestart: the round to join
+  std::string reason;     // kStop, kRestart: what happened, naming rank, node and host
+};
+
+class JobLink {
+ public:
+  virtual ~JobLink() = default;
+
+  // Blocks until every node joined `round` (0, then the round of a restart decision) and returns the
+  // settled assignment. Throws JobLinkError.
+  virtual JobAssignment Rendezvous(int round, const JobAssignment& provisional) = 0;
+  // This node's first failed worker. Returns whether it was the job's root cause (first in the round).
+  virtual bool ReportFailure(const FailedWorker& failure) = 0;
+  // Every worker of this node exited 0.
+  virtual void ReportSuccess() = 0;
+
+  // Readable while decisions are waiting.
+  virtual int event_fd() const = 0;
+  virtual std::vector<JobDecision> TakeDecisions() = 0;
+
+  // Variables every worker gets besides the plan's (the job token), kept out of the plan so that --detect
+  // and --dry-run never print them.
+  virtual std::vector<std::pair<std::string, std::string>> WorkerSecrets() const = 0;
+};
+
+}  // namespace distrun

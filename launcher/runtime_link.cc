@@ -1,0 +1,259 @@
+#include "launcher/runtime_link.h"
+
+#include <spdlog/logger.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "detect/errors.h"
+#include "detect/parse.h"
+#include "runtime/agent.h"
+#include "runtime/grpc_server.h"
+#include "runtime/service.h"
+
+namespace distrun {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long node 0 keeps the service up after the job's end, for the other nodes to hear it.
+constexpr auto kFinalEventWait = 3s;
+
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+std::string RandomHex(size_t digits) {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> nibble(0, 15);
+  std::string out;
+  for (size_t i = 0; i < digits; ++i) out += "0123456789abcdef"[nibble(rd)];
+  return out;
+}
+
+std::string ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    throw UsageError("cannot read --token-file '" + path + "' (" + std::strerror(errno) +
+                     "); create it with: head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n' > " + path);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string token(Trim(text.str()));
+  if (token.empty()) {
+    throw UsageError("--token-file '" + path + "' is empty; put the job token in it (one line)");
+  }
+  if (token.find_first_of(" \t\r\n") != std::string::npos || token.size() > 4096) {
+    throw UsageError("--token-file '" + path + "' must hold one token of up to 4096 characters on one line");
+  }
+  return token;
+}
+
+// Every distrun of the job computes the same value from what they share; anyone who knows the job can too.
+std::string DerivedToken(const Plan& plan) {
+  std::string identity = "distrun-job/" + plan.topology.job_id + "/" + plan.assignment.coordinator_address;
+  uint64_t hash = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : identity) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string("job-") + text;
+}
+
+bool SingleHost(const Plan& plan) {
+  const Topology& t = plan.topology;
+  // A loopback coordinator can only serve distrun processes on this machine (detection warns otherwise).
+  if (IsLoopbackHost(t.coordinator_host)) return true;
+  if (t.num_nodes > 1) return false;
+  return t.hosts.size() <= 1 || std::all_of(t.hosts.begin(), t.hosts.end(),
+                                            [&](const std::string& h) { return h == t.hosts.front(); });
+}
+
+JobDecision ToDecision(const JobEvent& e) {
+  JobDecision d;
+  switch (e.kind) {
+    case JobEvent::Kind::kStop:
+      d.kind = JobDecision::Kind::kStop;
+      d.exit_code = e.exit_code;
+      d.reason = e.root_cause.node_rank < 0 ? e.root_cause.description : DescribeFailure(e.root_cause);
+      break;
+    case JobEvent::Kind::kRestart:
+      d.kind = JobDecision::Kind::kRestart;
+      d.restart_round = e.restart_round;
+      d.reason = DescribeFailure(e.root_cause);
+      break;
+    case JobEvent::Kind::kComplete:
+    case JobEvent::Kind::kHeartbeat:
+      d.kind = JobDecision::Kind::kComplete;
+      break;
+  }
+  return d;
+}
+
+}  // namespace
+
+JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env) {
+  if (const std::string* t = env.Get("DISTRUN_TOKEN"); t != nullptr && !t->empty()) return {*t, false};
+  if (options.token_file) return {ReadTokenFile(*options.token_file), false};
+  if (plan.topology.job_token && !plan.topology.job_token->empty()) return {*plan.topology.job_token, false};
+  if (plan.layout.units == 1) return {RandomHex(32), false};
+  return {DerivedToken(plan), true};
+}
+
+RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
+                         std::shared_ptr<spdlog::logger> log)
+    : log_(std::move(log)), node_rank_(plan.layout.unit_index), num_nodes_(plan.layout.units) {
+  JobToken token = ResolveJobToken(plan, options, env);
+  token_ = token.value;
+  if (num_nodes_ > 1 && !plan.topology.coordinator_port) {
+    throw UsageError("a job of " + std::to_string(num_nodes_) +
+                     " distrun processes needs one coordinator port that all of them know; give "
+                     "--coordinator-port PORT (or HOST:PORT in --coordinator-address)");
+  }
+  if (token.insecure && !SingleHost(plan)) {
+    log_->warn(
+        "no job token (DISTRUN_TOKEN or --token-file): anything that reaches {} can join or stop this job; "
+        "set one for every node, e.g. in the batch script: export DISTRUN_TOKEN=$(head -c16 /dev/urandom | "
+        "od -An -tx1 | tr -d ' \\n')",
+        plan.assignment.coordinator_address);
+  }
+
+  const bool single_host = SingleHost(plan);
+  if (single_host) {
+    // Every distrun and worker of the job is on this host: loopback only, never reachable from outside.
+    int port = plan.topology.coordinator_port.value_or(0);
+    bool v6 = plan.topology.coordinator_host == "::1" || plan.topology.coordinator_host == "[::1]";
+    worker_address_ = (v6 ? "[::1]:" : "127.0.0.1:") + std::to_string(port);
+  } else {
+    worker_address_ = plan.assignment.coordinator_address;
+  }
+  if (node_rank_ == 0) StartService(plan, options);
+
+  AgentConfig config;
+  config.coordinator_address = worker_address_;
+  config.token = token_;
+  config.join.node_rank = node_rank_;
+  config.join.num_nodes = num_nodes_;
+  config.join.host = node_rank_ == 0 ? plan.assignment.process0_host : env.hostname;
+  config.join.local_workers = plan.layout.local_workers;
+  config.join.device_tokens = plan.layout.node_devices;
+  // A run id this distrun made up is its own: node 0's is the job's. One from the launcher or --run-id is
+  // checked, so that a distrun of another job is refused.
+  if (options.run_id || !plan.topology.job_id.empty() || node_rank_ == 0) {
+    config.join.run_id = plan.assignment.run_id;
+  }
+  if (node_rank_ == 0) {
+    config.join.proposed_master_port = plan.assignment.master_port.value_or(0);
+    config.join.proposed_jax_port = plan.assignment.jax_port.value_or(0);
+  }
+  config.initialization_timeout = Millis(options.initialization_timeout_s);
+  config.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
+  config.heartbeat_interval = std::clamp(config.heartbeat_timeout / 5, std::chrono::milliseconds(50),
+                                         std::chrono::milliseconds(1000));
+  agent_ = std::make_unique<Agent>(std::move(config));
+}
+
+void RuntimeLink::StartService(const Plan& plan, const Options& options) {
+  ServiceConfig sc;
+  sc.num_nodes = num_nodes_;
+  sc.max_restarts = options.max_restarts;
+  sc.run_id = plan.assignment.run_id;
+  if (plan.layout.mode == LaunchMode::kPerNode && static_cast<int>(plan.topology.hosts.size()) == num_nodes_) {
+    sc.expected_hosts = plan.topology.hosts;
+  }
+  sc.initialization_timeout = Millis(options.initialization_timeout_s);
+  sc.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
+  service_ = std::make_unique<CoordinationService>(std::move(sc));
+
+  GrpcServerConfig gc;
+  gc.token = token_;
+  gc.log = log_;
+  if (SingleHost(plan)) {
+    gc.address = worker_address_;
+    gc.loopback_only = true;
+  } else {
+    HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
+    std::string bind = options.coordinator_bind_address.value_or(
+        coordinator.host.find(':') != std::string::npos ? "::" : "0.0.0.0");
+    gc.address = FormatHostPort(bind, coordinator.port.value_or(0));
+  }
+  try {
+    server_ = std::make_unique<GrpcServer>(*service_, gc);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw JobLinkError(std::string(e.what()) +
+                       "; another job may use that port: choose another with --coordinator-port");
+  }
+  if (gc.loopback_only) worker_address_ = server_->address();
+  log_->debug("runtime service listening on {} for {} node(s)", server_->address(), num_nodes_);
+}
+
+RuntimeLink::~RuntimeLink() {
+  if (service_) {
+    JobState state = service_->State();
+    if (state == JobState::kSucceeded || state == JobState::kStopped) {
+      // The others hear the end on their streams and close them; this node's own stream stays till below.
+      auto deadline = std::chrono::steady_clock::now() + kFinalEventWait;
+      while (service_->AttachedAgents() > 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(2ms);
+      }
+    }
+  }
+  agent_.reset();
+  server_.reset();
+  service_.reset();
+}
+
+JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisional) {
+  NodeAssignment na;
+  Status s = agent_->Join(round, &na);
+  if (!s.ok()) throw JobLinkError("rendezvous failed: " + s.message);
+  JobAssignment a = provisional;
+  a.rank_offset = na.rank_offset;
+  a.num_processes = na.num_processes;
+  if (!na.process0_host.empty()) a.process0_host = na.process0_host;
+  if (na.master_port > 0) a.master_port = na.master_port;
+  if (na.jax_port > 0) a.jax_port = na.jax_port;
+  if (!na.run_id.empty()) a.run_id = na.run_id;
+  a.restart_count = na.restart_round;
+  a.coordinator_address = worker_address_;
+  return a;
+}
+
+bool RuntimeLink::ReportFailure(const FailedWorker& failure) {
+  FailedWorker f = failure;
+  f.node_rank = node_rank_;
+  bool root_cause = true;
+  Status s = agent_->ReportFailure(f, &root_cause);
+  if (!s.ok()) log_->warn("cannot report the failure to the runtime: {}", s.message);
+  return root_cause;
+}
+
+void RuntimeLink::ReportSuccess() {
+  Status s = agent_->ReportSuccess();
+  if (!s.ok()) log_->warn("cannot report this node's success to the runtime: {}", s.message);
+}
+
+int RuntimeLink::event_fd() const { return agent_->event_fd(); }
+
+std::vector<JobDecision> RuntimeLink::TakeDecisions() {
+  std::vector<JobDecision> out;
+  for (const JobEvent& e : agent_->TakeEvents()) {
+    if (e.kind != JobEvent::Kind::kHeartbeat) out.push_back(ToDecision(e));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> RuntimeLink::WorkerSecrets() const {
+  return {{"DISTRUN_TOKEN", token_}};
+}
+
+}  // namespace distrun

@@ -1,0 +1,67 @@
+#pragma once
+// The job link over distrun's runtime (DESIGN §4): node 0's distrun hosts the coordination service on the
+// coordinator address, and every distrun, node 0's and local mode's included, is an agent of it.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "detect/environment.h"
+#include "launcher/job_link.h"
+#include "launcher/options.h"
+#include "launcher/plan.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace distrun {
+
+class Agent;
+class CoordinationService;
+class GrpcServer;
+
+// The job token: DISTRUN_TOKEN, else --token-file, else the one detection handed out (MPI probe), else a
+// fresh random one when this distrun is the whole job. Otherwise the token is derived from the job's
+// identity, which keeps jobs apart but is no secret: `insecure` says so. Throws UsageError for an unusable
+// token file.
+struct JobToken {
+  std::string value;
+  bool insecure = false;
+};
+JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env);
+
+class RuntimeLink final : public JobLink {
+ public:
+  // Starts the service when this distrun is node 0, then this node's agent. Throws JobLinkError when the
+  // service cannot listen, UsageError for a bad token file.
+  RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
+              std::shared_ptr<spdlog::logger> log);
+  // Node 0 keeps the service up until the other nodes have heard the job's end (bounded), then stops it.
+  ~RuntimeLink() override;
+
+  JobAssignment Rendezvous(int round, const JobAssignment& provisional) override;
+  bool ReportFailure(const FailedWorker& failure) override;
+  void ReportSuccess() override;
+  int event_fd() const override;
+  std::vector<JobDecision> TakeDecisions() override;
+  std::vector<std::pair<std::string, std::string>> WorkerSecrets() const override;
+
+  // Where workers reach the service (host:port).
+  const std::string& worker_address() const { return worker_address_; }
+
+ private:
+  void StartService(const Plan& plan, const Options& options);
+
+  std::shared_ptr<spdlog::logger> log_;
+  std::string token_;
+  int node_rank_ = 0;
+  int num_nodes_ = 1;
+  std::string worker_address_;
+  std::unique_ptr<CoordinationService> service_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<Agent> agent_;
+};
+
+}  // namespace distrun
