@@ -364,6 +364,25 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return out;
 }
 
+std::vector<pid_t> OwnChildren() {
+  // Without CONFIG_PROC_CHILDREN no thread has the file: the full scan still finds everything.
+  if (::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children").c_str(), R_OK) != 0) {
+    return ChildrenOf(::getpid());
+  }
+  std::vector<pid_t> out;
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (tasks == nullptr) return ChildrenOf(::getpid());
+  while (dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    // Each thread lists the children it forked; orphans re-parented to this subreaper appear under one.
+    std::istringstream pids(ReadProcFile("/proc/self/task/" + std::string(entry->d_name) + "/children"));
+    long pid = 0;
+    while (pids >> pid) out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(tasks);
+  return out;
+}
+
 void EnsureStandardFds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {

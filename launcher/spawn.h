@@ -86,6 +86,9 @@ int ExitCodeOf(int wait_status);
 // Processes whose parent is `parent` (from /proc/*/stat): distrun, a subreaper, inherits its workers'
 // orphans and must find them to kill and reap them.
 std::vector<pid_t> ChildrenOf(pid_t parent);
+// This process's children, from /proc/self/task/*/children: a few small reads where ChildrenOf reads the
+// stat file of every process on the machine. Falls back to ChildrenOf where the kernel lacks those files.
+std::vector<pid_t> OwnChildren();
 
 // The whole of a /proc file, or "" when it cannot be read (the process may exit while it is read, which
 // makes read() fail with ESRCH: no exception, no partial result to trust).

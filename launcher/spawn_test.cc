@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace distrun {
 namespace {
@@ -193,6 +194,20 @@ TEST(SpawnChild, DestructorKillsAndReaps) {
   EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1) << "already reaped";
   EXPECT_EQ(errno, ECHILD);
   EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(pid)));
+}
+
+TEST(SpawnChild, OwnChildrenListsChildrenForkedByAnyThread) {
+  Child a = StartChild({"sleep", "30"});
+  Child b;
+  std::thread other([&b] { b = StartChild({"sleep", "30"}); });
+  other.join();
+  auto own = OwnChildren();
+  auto scanned = ChildrenOf(::getpid());
+  std::sort(own.begin(), own.end());
+  std::sort(scanned.begin(), scanned.end());
+  EXPECT_EQ(own, scanned);
+  EXPECT_NE(std::find(own.begin(), own.end(), a.pid()), own.end());
+  EXPECT_NE(std::find(own.begin(), own.end(), b.pid()), own.end());
 }
 
 TEST(SpawnChild, MovedChildIsOwnedOnce) {

@@ -442,7 +442,7 @@ void Supervisor::SignalNewOrphans() {
   for (const Worker& w : workers_) {
     if (w.started && !w.child.reaped()) return;
   }
-  for (pid_t orphan : ChildrenOf(::getpid())) {
+  for (pid_t orphan : OwnChildren()) {
     if (orphan != sentinel_.pid() && signalled_orphans_.insert(orphan).second) ::kill(orphan, stop_signal_);
   }
 }
@@ -452,7 +452,7 @@ void Supervisor::SignalJob(int signal) {
     // Also after the worker was reaped: its group may still have members.
     if (w.started) w.child.SignalGroup(signal);
   }
-  for (pid_t orphan : ChildrenOf(::getpid())) {
+  for (pid_t orphan : OwnChildren()) {
     if (orphan == sentinel_.pid()) continue;
     ::kill(orphan, signal);
     signalled_orphans_.insert(orphan);
@@ -630,7 +630,7 @@ bool Supervisor::JobGone() {
     if (!w.child.reaped()) return false;
     if (w.child.SignalGroup(0)) return false;
   }
-  for (pid_t pid : ChildrenOf(::getpid())) {
+  for (pid_t pid : OwnChildren()) {
     if (pid != sentinel_.pid()) return false;
   }
   return true;
@@ -662,7 +662,7 @@ void Supervisor::KillEverything() {
   }
   for (int round = 0; round < 100; ++round) {
     bool any = false;
-    for (pid_t pid : ChildrenOf(::getpid())) {
+    for (pid_t pid : OwnChildren()) {
       if (pid == sentinel_.pid()) continue;
       any = true;
       ::kill(pid, SIGKILL);
