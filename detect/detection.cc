@@ -37,9 +37,12 @@ const Detector* FindDetector(std::string_view name) {
   return nullptr;
 }
 
-// A batch script that runs distrun without srun looks like rank 0 of a job but nothing else runs.
+// A batch script that runs distrun without srun looks like rank 0 of a job but nothing else runs. Ranks
+// that another launcher started inside the batch script (mpirun, mpiexec) inherit the same variables and
+// are not alone: only a job that nothing else detected gets the warning.
 void WarnIfSlurmBatchStep(const Environment& env, Topology& t) {
-  if (t.method == "slurm" || !env.Has("SLURM_JOB_ID") || env.Has("SLURM_STEP_NODELIST")) return;
+  if (t.method != "local" && t.method != "explicit") return;
+  if (!env.Has("SLURM_JOB_ID") || env.Has("SLURM_STEP_NODELIST")) return;
   if (!env.Has("SLURM_PROCID")) return;  // salloc shell: no task ids at all
   t.warnings.push_back(
       "SLURM_JOB_ID=" + env.GetOr("SLURM_JOB_ID", "") +

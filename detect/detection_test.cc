@@ -160,6 +160,21 @@ TEST(Detection, BatchScriptFixtureWarns) {
   EXPECT_TRUE(AnyContains(t.warnings, "srun")) << t.method;
 }
 
+// mpirun in a batch script: its ranks on the batch node inherit the batch script's SLURM_* variables.
+TEST(Detection, MpiRanksInBatchScriptDoNotWarn) {
+  Environment env = Env({{"SLURM_JOB_ID", "77"},
+                         {"SLURM_PROCID", "0"},
+                         {"SLURM_JOB_NODELIST", "n[1-2]"},
+                         {"OMPI_COMM_WORLD_SIZE", "2"},
+                         {"OMPI_COMM_WORLD_RANK", "1"},
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                         {"OMPI_MCA_orte_hnp_uri", "695795712.0;tcp://10.99.0.11:51593"}});
+  Topology t = DetectTopology(env, ExplicitTopology{});
+  EXPECT_EQ(t.method, "ompi");
+  EXPECT_TRUE(t.warnings.empty()) << t.warnings[0];
+}
+
 TEST(Detection, SallocShellWithoutTaskIdsDoesNotWarn) {
   Topology t = DetectTopology(Env({{"SLURM_JOB_ID", "77"}}), ExplicitTopology{});
   EXPECT_EQ(t.method, "local");

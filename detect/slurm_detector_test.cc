@@ -311,6 +311,16 @@ TEST(SlurmDetector, RejectsHeterogeneousJobs) {
   }
 }
 
+// Seen in every srun step inside an sbatch job under Slurm 22.05 (Debian 12), heterogeneous or not.
+TEST(SlurmDetector, GroupZeroCopiesAloneAreNotAHeterogeneousJob) {
+  Environment env = TwoNodeStep();
+  env.vars["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = "2(x2)";
+  env.vars["SLURM_JOB_NODELIST_HET_GROUP_0"] = "gpu[01-02]";
+  EXPECT_EQ(SlurmDetector().detect(env).num_tasks, 8);
+  env.vars["SLURM_JOB_NODELIST_HET_GROUP_1"] = "gpu03";
+  EXPECT_THAT(DetectError(env), HasSubstr("heterogeneous"));
+}
+
 TEST(SlurmDetector, EscapesControlCharactersInMessages) {
   Environment env = TwoNodeStep();
   env.vars["SLURM_STEP_NUM_NODES"] = "3";

@@ -27,13 +27,15 @@ const std::string& Required(const Environment& env, std::string_view name) {
 }
 
 // Heterogeneous jobs describe each component in *_HET_GROUP_n copies (PACK before Slurm 20.02), and
-// the plain variables then describe only part of the job.
+// the plain variables then describe only part of the job. A group 0 copy alone marks nothing: Slurm 22.05's
+// srun sets SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0 in every step inside an sbatch or salloc allocation.
 void RejectHeterogeneousJob(const Environment& env) {
   for (const auto& [name, value] : env.vars) {
     if (!name.starts_with("SLURM_")) continue;
-    bool het = name == "SLURM_HET_SIZE" || name == "SLURM_PACK_SIZE" ||
-               name.find("_HET_GROUP_") != std::string::npos ||
-               name.find("_PACK_GROUP_") != std::string::npos;
+    bool group_copy =
+        name.find("_HET_GROUP_") != std::string::npos || name.find("_PACK_GROUP_") != std::string::npos;
+    bool het =
+        name == "SLURM_HET_SIZE" || name == "SLURM_PACK_SIZE" || (group_copy && !name.ends_with("_GROUP_0"));
     if (het) {
       ThrowBadVariable(name, value, "marks a heterogeneous Slurm job, which distrun does not support",
                        "run one srun per component in jobs of their own, or use --cluster-detection-method "

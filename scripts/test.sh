@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # From a fresh machine: install dependencies, then build and run the whole test suite: the release build,
-# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded fuzzing run.
+# the cluster tests on a Slurm lab of virtual hosts, the same tests under AddressSanitizer +
+# UndefinedBehaviorSanitizer, and a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -11,6 +12,10 @@ export CTEST_OUTPUT_ON_FAILURE=1
 echo "== release build and tests =="
 scripts/build.sh release
 ctest --test-dir build/release -j 2 --timeout 600
+
+echo "== cluster tests (a Slurm lab of virtual hosts, Open MPI, MPICH) =="
+# Brings the lab up, runs tests/cluster/*_test.py against build/release/distrun, and always takes it down.
+tests/cluster/run_tests.sh build/release
 
 echo "== ASan+UBSan build and tests =="
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1

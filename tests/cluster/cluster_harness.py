@@ -1,0 +1,208 @@
+"""Helpers for the cluster tests: Slurm clients run on the lab's login host (labctl), jobs are found by a
+per-test marker, and after each test no process of the test's jobs may remain on any virtual host.
+
+The lab must be up (tests/cluster/lab.sh up; tests/cluster/run_tests.sh does it). The lab's hosts share
+this machine's file system and process table, so a test reads what jobs write under its scratch directory
+and finds their processes in /proc."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+from distrun_harness import DISTRUN  # noqa: E402
+from launch_helpers import describe, processes_with, wait_for  # noqa: E402
+
+LAB = os.environ.get("DISTRUN_LAB_DIR", "/run/distrun-lab")
+SLURM_CONF = os.path.join(LAB, "etc", "slurm.conf")
+NUM_NODES = int(os.environ.get("DISTRUN_LAB_NODES", "3"))
+GPUS_PER_NODE = int(os.environ.get("DISTRUN_LAB_GPUS", "4"))
+NODES = [f"node{i}" for i in range(1, NUM_NODES + 1)]
+PYTHON = "/usr/bin/python3"
+BASE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _pid_file(name):
+    with open(os.path.join(LAB, "pids", f"{name}.pid")) as f:
+        return int(f.read())
+
+
+def on_login_host(args):
+    """The command line that runs `args` on labctl: its network, hostname and /etc/hosts."""
+    return ["nsenter", "--target", str(_pid_file("slurmctld")), "--net", "--uts", "--mount", "--", *args]
+
+
+def on_node(node, args):
+    """The command line that runs `args` in a virtual host's namespaces (those of its slurmd)."""
+    return ["nsenter", "--target", str(_pid_file(node)), "--net", "--uts", "--mount", "--", *args]
+
+
+def is_zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def node_processes(node):
+    """Live processes on a virtual host other than its slurmd: what jobs left there."""
+    r = subprocess.run(["ip", "netns", "pids", f"distrun-lab-{node}"], capture_output=True, text=True)
+    slurmd = _pid_file(node)
+    return [int(p) for p in r.stdout.split() if int(p) != slurmd and not is_zombie(int(p))]
+
+
+def lab_is_up():
+    try:
+        return all(os.path.exists(f"/proc/{_pid_file(n)}") for n in ["slurmctld", "munged", *NODES])
+    except OSError:
+        return False
+
+
+def distrun_has_job_runtime():
+    """Whether this distrun joins the nodes of a job: it knows --heartbeat-timeout and two nodes agree on
+    MASTER_PORT (chosen by node 0). Returns (bool, why)."""
+    help_text = subprocess.run([DISTRUN, "--help"], capture_output=True, text=True).stdout
+    if "--heartbeat-timeout" not in help_text:
+        return False, "distrun --help does not list --heartbeat-timeout"
+    env = {"PATH": BASE_PATH, "SLURM_CONF": SLURM_CONF}
+    try:
+        r = subprocess.run(on_login_host(["srun", "-N2", "--ntasks-per-node=1", "-J", "distrun-feature-probe",
+                                          DISTRUN, "--nproc-per-node", "1", "--tag-output", "off", "--",
+                                          "/bin/sh", "-c", 'echo "port=$MASTER_PORT"']),
+                           env=env, capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        subprocess.run(on_login_host(["scancel", "--name", "distrun-feature-probe"]), env=env)
+        return False, "a two-node srun distrun did not finish within 30 s"
+    ports = set(re.findall(r"port=(\d*)", r.stdout))
+    if r.returncode != 0 or len(ports) != 1:
+        return False, (f"two nodes of one srun step got MASTER_PORT {sorted(ports)} (rc {r.returncode}): each "
+                       "distrun still plans its own node alone")
+    return True, ""
+
+
+class ClusterCase(unittest.TestCase):
+    """Each test gets a marker variable (also its Slurm job name) and a scratch directory that every host
+    sees. Afterwards: the test's jobs are gone, no process carries the marker, and every virtual host runs
+    only its slurmd."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not lab_is_up():
+            raise unittest.SkipTest(f"the Slurm lab is not up under {LAB}; run tests/cluster/run_tests.sh")
+
+    def setUp(self):
+        self.marker_name = "DISTRUN_TEST_MARKER"
+        self.marker_value = "dt-" + uuid.uuid4().hex[:16]
+        self.marker = f"{self.marker_name}={self.marker_value}"
+        self.dir = os.path.join(LAB, "jobs", self.marker_value)
+        os.makedirs(self.dir)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()  # a client this test started, still running
+            p.communicate()
+        self.slurm(["scancel", "--name", self.marker_value], check=False)
+        self.assertTrue(wait_for(lambda: not self.jobs(), timeout=30), f"jobs left: {self.jobs()}")
+        wait_for(lambda: not processes_with(self.marker), timeout=15)
+        left = processes_with(self.marker)
+        report = "\n".join(map(describe, left))
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)  # carries this test's unique marker: this test started it
+            except ProcessLookupError:
+                pass
+        wait_for(lambda: not any(node_processes(n) for n in NODES), timeout=15)
+        on_hosts = {n: node_processes(n) for n in NODES}
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertEqual(left, [], "processes of the job outlived it:\n" + report)
+        self.assertFalse(any(on_hosts.values()), "processes left on the hosts:\n" + "\n".join(
+            f"{n}: {describe(p)}" for n, pids in on_hosts.items() for p in pids))
+
+    # -- clients on the login host ------------------------------------------------------------------------
+
+    def env(self, **extra):
+        """The clients' environment, which srun and sbatch pass on to the job. Every node of a job shares a
+        token, as distrun advises for multi-node jobs; `DISTRUN_TOKEN=None` leaves it out."""
+        env = {"PATH": BASE_PATH, "SLURM_CONF": SLURM_CONF, self.marker_name: self.marker_value,
+               "DISTRUN_TOKEN": uuid.uuid4().hex}
+        env.update(extra)
+        return {k: v for k, v in env.items() if v is not None}
+
+    def slurm(self, args, timeout=60, check=True, env=None):
+        """Runs a Slurm client (or anything) on labctl and waits for it."""
+        r = subprocess.run(on_login_host(args), env=env or self.env(), capture_output=True, text=True,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+        if check and r.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def srun(self, args, timeout=120, env=None):
+        """srun with this test's job name; returns the CompletedProcess whatever its exit code."""
+        return self.slurm(["srun", "-J", self.marker_value, *args], timeout=timeout, check=False, env=env)
+
+    def srun_popen(self, args, env=None):
+        p = subprocess.Popen(on_login_host(["srun", "-J", self.marker_value, *args]), env=env or self.env(),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def sbatch(self, script, args=()):
+        path = self.path("job.sh")
+        with open(path, "w") as f:
+            f.write(script)
+        os.chmod(path, 0o755)
+        r = self.slurm(["sbatch", "--parsable", "-J", self.marker_value, "-o", self.path("slurm-%j.out"),
+                        *args, path])
+        return r.stdout.strip().split(";")[0]
+
+    def jobs(self):
+        r = self.slurm(["squeue", "-h", "--name", self.marker_value, "-o", "%i"], check=False)
+        return r.stdout.split()
+
+    def wait_job(self, job_id, timeout=120):
+        """Polls squeue until the job has left the queue; returns scontrol's fields for it."""
+        gone = wait_for(lambda: not self.slurm(["squeue", "-h", "-j", job_id], check=False).stdout.strip(),
+                        timeout=timeout, interval=0.05)
+        self.assertTrue(gone, f"job {job_id} still queued after {timeout}s")
+        r = self.slurm(["scontrol", "show", "job", "-o", job_id])
+        return dict(field.split("=", 1) for field in r.stdout.split() if "=" in field)
+
+    # -- files --------------------------------------------------------------------------------------------
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def read(self, name):
+        with open(self.path(name)) as f:
+            return f.read()
+
+    def read_json(self, name):
+        text = self.read(name)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            raise AssertionError(f"{name} is not JSON ({e}):\n{text}")
+
+    def wait_for_files(self, names, timeout=60.0):
+        ok = wait_for(lambda: all(os.path.exists(self.path(n)) for n in names), timeout=timeout)
+        self.assertTrue(ok, f"missing after {timeout}s: {[n for n in names if not os.path.exists(self.path(n))]}")
+
+
+def main():
+    unittest.main(verbosity=2)
+
+
+__all__ = ["ClusterCase", "DISTRUN", "GPUS_PER_NODE", "LAB", "NODES", "NUM_NODES", "PYTHON", "REPO", "SLURM_CONF",
+           "distrun_has_job_runtime", "is_zombie", "lab_is_up", "main", "node_processes", "on_login_host", "on_node", "processes_with",
+           "wait_for"]
