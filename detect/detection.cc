@@ -6,6 +6,7 @@
 #include "detect/detector.h"
 #include "detect/devices.h"
 #include "detect/errors.h"
+#include "detect/mpi_detector.h"
 #include "detect/parse.h"
 #include "detect/proxy_check.h"
 
@@ -31,8 +32,10 @@ Topology LocalTopology(const Environment& env) {
 }
 
 const Detector* FindDetector(std::string_view name) {
-  for (const Detector& d : ClusterDetectors()) {
-    if (d.name == name) return &d;
+  for (std::span<const Detector> group : {ClusterDetectors(), NamedOnlyDetectors()}) {
+    for (const Detector& d : group) {
+      if (d.name == name) return &d;
+    }
   }
   return nullptr;
 }
@@ -101,6 +104,7 @@ void ApplyExplicitValues(const ExplicitTopology& ex, Topology& t) {
 std::vector<std::string> DetectionMethodNames() {
   std::vector<std::string> names = {"auto", "deactivate", "local"};
   for (const Detector& d : ClusterDetectors()) names.emplace_back(d.name);
+  for (const Detector& d : NamedOnlyDetectors()) names.emplace_back(d.name);
   return names;
 }
 
@@ -139,6 +143,12 @@ Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
     t.method = ex.method;
   }
 
+  // Only where the launcher's variables leave rank 0's host unknown (MPI ranks on several hosts) does
+  // distrun ask the launcher's MPI library: on one host the variables suffice, --detect stays fast, and
+  // the workers keep their ranks' MPI identity, which the probe would use up. Every rank of such a job
+  // takes this path, as MPI_Init needs.
+  if (t.coordinator_host.empty() && !ex.coordinator_address) CompleteWithMpiProbe(env, t);
+
   WarnIfSlurmBatchStep(env, t);
 
   // A variable that narrows this process's devices wins over what the detector inferred (for example
@@ -155,12 +165,6 @@ Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
     }
   }
   ApplyExplicitValues(ex, t);
-
-  if (t.coordinator_host.empty()) {
-    throw UsageError("the " + t.method + " ranks span " + std::to_string(t.num_nodes > 1 ? t.num_nodes : 2) +
-                     "+ hosts and the environment does not say which host runs rank 0; give "
-                     "--coordinator-address HOST (or DISTRUN_COORDINATOR_ADDRESS) naming the host of rank 0");
-  }
 
   if (t.num_nodes > 1 && IsLoopbackName(t.coordinator_host)) {
     t.warnings.push_back(

@@ -24,6 +24,11 @@ struct Detector {
 // torchelastic. "local" is not in the list: it is what remains.
 std::span<const Detector> ClusterDetectors();
 
+// Methods used only when named: mpi (the MPI probe), which would otherwise shadow every MPI launcher's
+// variables and use up the ranks' MPI identity. The probe also runs where a detected launcher's variables
+// leave rank 0's host unknown (detection.cc).
+std::span<const Detector> NamedOnlyDetectors();
+
 // One entry per detector file.
 Detector OmpiDetector();
 Detector PmiDetector();
@@ -33,5 +38,6 @@ Detector K8sDetector();
 Detector LsfDetector();
 Detector FluxDetector();
 Detector TorchelasticDetector();
+Detector MpiDetector();
 
 }  // namespace distrun

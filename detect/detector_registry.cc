@@ -14,4 +14,9 @@ std::span<const Detector> ClusterDetectors() {
   return kDetectors;
 }
 
+std::span<const Detector> NamedOnlyDetectors() {
+  static const std::array<Detector, 1> kDetectors = {MpiDetector()};
+  return kDetectors;
+}
+
 }  // namespace distrun

@@ -5,6 +5,7 @@
 
 #include "detect/devices.h"
 #include "detect/http_get.h"
+#include "detect/mpi_probe.h"
 
 extern char** environ;
 
@@ -40,6 +41,7 @@ Environment Environment::FromProcess() {
   env.cpu_count = sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : 1;
   env.http_get = HttpGetBlocking;
   env.cuda_query = QueryCudaDriver;
+  env.mpi_probe = RunMpiProbe;
   return env;
 }
 

@@ -15,7 +15,7 @@ enum class LaunchMode {
 const char* LaunchModeName(LaunchMode mode);
 
 struct Topology {
-  std::string method;  // "slurm", "ompi", "pmi", "tpu", "k8s", "torchelastic", "lsf", "flux", "local"
+  std::string method;  // "slurm", "ompi", "pmi", "mpi", "tpu", "k8s", "torchelastic", "lsf", "flux", "local"
 
   // Where distrun's runtime service runs (the host of local rank 0 on the coordinator node). The port is
   // empty when the method gives no job identity to derive one from; the plan then picks one.
@@ -40,11 +40,16 @@ struct Topology {
   std::string device_variable;  // which variable visible_devices came from, for messages
 
   std::string job_id;              // the launcher's job identity, for the run id and the coordinator port
+  std::optional<int> slice_index;  // TPU multislice
+  std::vector<std::string> warnings;
+
+  // The ports the workers' frameworks meet on (MASTER_PORT, JAX's), when one choice reached every process of
+  // the job (the MPI probe's rank 0); unset, the plan picks them.
+  std::optional<int> master_port;
+  std::optional<int> jax_port;
   // The job's secret for distrun's runtime, when one choice reached every process (the MPI probe's rank
   // 0). Never printed.
   std::optional<std::string> job_token;
-  std::optional<int> slice_index;  // TPU multislice
-  std::vector<std::string> warnings;
 };
 
 }  // namespace distrun

@@ -42,7 +42,7 @@ std::vector<std::string> CommaList(const std::string& where, const std::string& 
 const std::vector<OptionSpec> kTable = {
     {"cluster-detection-method", "NAME",
      "auto (detect), deactivate (use only explicit values), or one of local, ompi, pmi, slurm, tpu, k8s, "
-     "lsf, flux, torchelastic",
+     "lsf, flux, torchelastic, mpi (ask the launcher's MPI library; DISTRUN_MPI_LIBRARY names another)",
      "auto",
      [](Options& o, const std::string& where, const std::string& v) {
        std::vector<std::string> names = DetectionMethodNames();

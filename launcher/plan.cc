@@ -172,8 +172,8 @@ JobAssignment ProvisionalAssignment(const Topology& t, const LocalLayout& layout
   a.process0_host = t.coordinator_host;
   int port = t.coordinator_port ? *t.coordinator_port : PickFreePort();
   a.coordinator_address = FormatHostPort(t.coordinator_host, port);
-  a.master_port = PickFreePort();
-  a.jax_port = o.jax_coordinator_port ? *o.jax_coordinator_port : PickFreePort();
+  a.master_port = t.master_port ? *t.master_port : PickFreePort();
+  a.jax_port = o.jax_coordinator_port ? *o.jax_coordinator_port : t.jax_port ? *t.jax_port : PickFreePort();
   a.run_id = o.run_id ? *o.run_id : (!t.job_id.empty() ? t.job_id : RandomRunId());
   return a;
 }
