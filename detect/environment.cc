@@ -42,6 +42,7 @@ Environment Environment::FromProcess() {
   env.http_get = HttpGetBlocking;
   env.cuda_query = QueryCudaDriver;
   env.mpi_probe = RunMpiProbe;
+  env.parent_pid = static_cast<int>(::getppid());
   return env;
 }
 

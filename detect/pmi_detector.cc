@@ -141,9 +141,14 @@ Topology Detect(const Environment& env) {
       DetectPals(env, t);
       break;
     case Family::kHydra: {
-      // Hydra exports no job identity: the plan picks the port.
+      // Hydra exports no job identity. On one host every rank is a child of the same hydra_pmi_proxy, so
+      // the parent's pid names the job there; across hosts the MPI probe hands out the port instead.
       MpiRanks ranks = ReadMpiRanks(env, "PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
       FillFromMpiRanks(ranks, std::nullopt, "", env, t);
+      if (ranks.local_size == ranks.size && env.parent_pid > 1) {
+        t.job_id = "hydra-" + env.hostname + "-" + std::to_string(env.parent_pid);
+        t.coordinator_port = HashedCoordinatorPort(t.job_id);
+      }
       break;
     }
     case Family::kMvapich2:

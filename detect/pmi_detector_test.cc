@@ -62,7 +62,7 @@ TEST(PmiDetector, MpichFixtureSingleNode) {
     Topology t = PmiDetector().detect(env);
     EXPECT_EQ(t.method, "pmi");
     EXPECT_EQ(t.coordinator_host, "127.0.0.1");
-    EXPECT_FALSE(t.coordinator_port.has_value());  // Hydra exports no job identity
+    EXPECT_FALSE(t.coordinator_port.has_value());  // Hydra exports no job identity, and no parent is known
     EXPECT_EQ(t.job_id, "");
     EXPECT_EQ(t.launch_mode, LaunchMode::kPerTask);
     EXPECT_EQ(t.num_nodes, 1);
@@ -74,6 +74,24 @@ TEST(PmiDetector, MpichFixtureSingleNode) {
     EXPECT_TRUE(t.visible_devices.empty());
     EXPECT_THAT(t.warnings, IsEmpty());
   }
+}
+
+TEST(PmiDetector, HydraRanksOnOneHostShareTheirProxysIdentity) {
+  std::optional<int> port;
+  for (int rank : {0, 2}) {
+    Environment env = LoadFixtureEnv("mpi-standalone/mpich-env-rank" + std::to_string(rank) + ".txt");
+    env.parent_pid = 4242;  // hydra_pmi_proxy, the parent of every rank on the host
+    Topology t = PmiDetector().detect(env);
+    EXPECT_EQ(t.job_id, "hydra-testhost-4242");
+    ASSERT_TRUE(t.coordinator_port.has_value());
+    if (port) {
+      EXPECT_EQ(*t.coordinator_port, *port);
+    }
+    port = t.coordinator_port;
+  }
+  Environment other = LoadFixtureEnv("mpi-standalone/mpich-env-rank0.txt");
+  other.parent_pid = 4243;
+  EXPECT_NE(PmiDetector().detect(other).coordinator_port, port);
 }
 
 TEST(PmiDetector, MpichSeveralNodesNeedsTheProbe) {

@@ -161,6 +161,13 @@ class OneHost(MpiCase):
     def test_torch_under_mpich(self):
         self.torch_all_reduce(MPICH, 4, ["--cluster-detection-method", "mpi"])
 
+    def test_torch_under_open_mpi_from_the_launchers_variables(self):
+        # Rendezvous through distrun's runtime gives every rank the MASTER_PORT node 0 chose.
+        self.torch_all_reduce(OPEN_MPI, 4, [])
+
+    def test_torch_under_mpich_from_the_launchers_variables(self):
+        self.torch_all_reduce(MPICH, 4, [])
+
     def test_mpi_workers_keep_their_rank_without_the_probe(self):
         # On one host distrun never initialises MPI itself, so an MPI program can still be the worker.
         program = ("from mpi4py import MPI; c = MPI.COMM_WORLD; "
