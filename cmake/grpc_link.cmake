@@ -24,9 +24,15 @@ if(DISTRUN_STATIC_GRPC)
   list(REMOVE_DUPLICATES _archives)
   list(REMOVE_DUPLICATES _system)
   list(TRANSFORM _system PREPEND "-l")
+  # Executables take the archives; a shared library (the workers' client library) links Debian's shared
+  # gRPC, which its users' programs may load as well. $<TARGET_PROPERTY:TYPE> is the consuming target's.
+  set(_shared "$<STREQUAL:$<TARGET_PROPERTY:TYPE>,SHARED_LIBRARY>")
+  target_link_libraries(distrun_grpc INTERFACE "$<${_shared}:PkgConfig::GRPCPP>" "$<${_shared}:protobuf::libprotobuf>")
   # One group: abseil's archives refer to each other in cycles.
-  target_link_libraries(distrun_grpc INTERFACE -Wl,--start-group ${_archives} -Wl,--end-group ${_system}
-    Threads::Threads)
+  foreach(_item -Wl,--start-group ${_archives} -Wl,--end-group ${_system})
+    target_link_libraries(distrun_grpc INTERFACE "$<$<NOT:${_shared}>:${_item}>")
+  endforeach()
+  target_link_libraries(distrun_grpc INTERFACE Threads::Threads)
   target_include_directories(distrun_grpc SYSTEM INTERFACE ${GRPCPP_INCLUDE_DIRS})
 else()
   target_link_libraries(distrun_grpc INTERFACE PkgConfig::GRPCPP protobuf::libprotobuf)

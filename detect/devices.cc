@@ -322,7 +322,150 @@ bool VfioGroupIsTpu(const Environment& env, const std::string& group) {
   return false;
 }
 
+// The GPUs the files under env.root list (every GPU of the node): procfs, else devfs, else KFD. What was
+// looked at is appended to `searched`.
+std::optional<DiscoveredGpus> ReadGpuFiles(const Environment& env, std::vector<std::string>& searched) {
+  if (auto gpus = ReadProcfs(env)) return DiscoveredGpus{std::move(*gpus), "procfs", {}};
+  searched.emplace_back("/proc/driver/nvidia/gpus: no GPU");
+  if (auto gpus = ReadDevfs(env)) return DiscoveredGpus{std::move(*gpus), "devfs", {}};
+  searched.emplace_back("/dev/nvidia[0-9]*: none");
+  if (auto gpus = ReadKfd(env)) return DiscoveredGpus{std::move(*gpus), "kfd", {}};
+  searched.emplace_back(fs::exists(env.Path("/dev/kfd")) ? "KFD topology: no GPU node" : "/dev/kfd: absent");
+  return std::nullopt;
+}
+
+std::string JoinSearched(const std::vector<std::string>& searched) {
+  std::string out;
+  for (const std::string& s : searched) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// The hex part of a UUID, lower-cased: "GPU-8932F9" and "MIG-8932f9" both give "8932f9". The driver
+// formats a MIG device's own UUID with "GPU-" too, so the prefix cannot be compared.
+std::string UuidBody(std::string_view uuid) {
+  if (uuid.starts_with("GPU-") || uuid.starts_with("MIG-")) uuid.remove_prefix(4);
+  return Lower(uuid);
+}
+
+struct TokenMatch {
+  std::optional<size_t> index;  // into the GPU list
+  std::string problem;
+  bool invalid = false;  // CUDA would reject the entry (and, in a *_VISIBLE_DEVICES list, all after it)
+};
+
+TokenMatch MatchUuid(std::string_view body, bool mig_instance, const std::vector<GpuInfo>& gpus,
+                     std::string_view source) {
+  std::vector<size_t> hits;
+  bool any_uuid = false;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i].uuid.empty()) continue;
+    any_uuid = true;
+    if (UuidBody(gpus[i].uuid).starts_with(body)) hits.push_back(i);
+  }
+  if (hits.size() == 1) return {hits.front(), {}, false};
+  if (!any_uuid)
+    return {std::nullopt, std::string(source) + " gives no GPU UUIDs to match it against", false};
+  // A MIG instance's own UUID is not in /proc: its GPU is unknown, not wrong.
+  if (hits.empty() && mig_instance) {
+    return {std::nullopt, "a MIG device; only the CUDA driver knows which GPU it is on", false};
+  }
+  if (hits.empty()) {
+    return {std::nullopt,
+            "matches none of the " + std::to_string(gpus.size()) + " GPU UUIDs " + std::string(source) +
+                " lists (nvidia-smi -L prints them)",
+            true};
+  }
+  return {std::nullopt,
+          "is a prefix of " + std::to_string(hits.size()) +
+              " GPU UUIDs; CUDA needs a unique one, give more of the UUID",
+          true};
+}
+
+TokenMatch MatchToken(std::string_view token, const std::vector<GpuInfo>& gpus, std::string_view source) {
+  if (IsDigits(token)) {
+    std::optional<uint64_t> n = ParseUnsigned(token, 10);
+    if (n && *n < gpus.size()) return {static_cast<size_t>(*n), {}, false};
+    return {std::nullopt,
+            "is beyond the " + std::to_string(gpus.size()) + " GPU(s) " + std::string(source) +
+                " lists (indices start at 0)",
+            true};
+  }
+  if (token.starts_with("MIG-GPU-")) {
+    // The legacy form names the parent GPU: MIG-GPU-<uuid>/<GPU instance>/<compute instance>.
+    std::string_view parent = token.substr(4, token.find('/') - 4);
+    return MatchUuid(UuidBody(parent), false, gpus, source);
+  }
+  if (token.starts_with("MIG-")) return MatchUuid(UuidBody(token), true, gpus, source);
+  return MatchUuid(UuidBody(token), false, gpus, source);
+}
+
 }  // namespace
+
+std::vector<ResolvedDevice> MatchDeviceTokens(const std::vector<std::string>& tokens,
+                                              const std::vector<GpuInfo>& gpus, std::string_view source,
+                                              bool ends_list) {
+  std::vector<ResolvedDevice> out;
+  std::optional<size_t> invalid_at;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    ResolvedDevice d{tokens[i], std::nullopt, {}};
+    if (invalid_at) {
+      d.problem = "CUDA ignores it: it follows '" + tokens[*invalid_at] + "', which names no GPU";
+    } else if (gpus.empty()) {
+      d.problem = "no GPU found (" + std::string(source) + ")";
+    } else {
+      TokenMatch m = MatchToken(tokens[i], gpus, source);
+      if (m.index) d.gpu = gpus[*m.index];
+      d.problem = std::move(m.problem);
+      if (m.invalid && ends_list) invalid_at = i;
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+DeviceResolution ResolveDevices(const Environment& env, const std::vector<std::string>& tokens,
+                                std::string_view variable) {
+  const bool ends_list = variable.ends_with("_VISIBLE_DEVICES");
+  std::vector<std::string> searched;
+  if (env.cuda_query) {
+    std::optional<std::vector<GpuInfo>> driver = env.cuda_query();
+    if (!driver) searched.emplace_back("CUDA driver (libcuda.so.1): not loadable or not working");
+    if (driver) {
+      if (!env.Has("CUDA_VISIBLE_DEVICES")) {
+        return {MatchDeviceTokens(tokens, *driver, "the CUDA driver", ends_list), "cuda-driver"};
+      }
+      if (variable == "CUDA_VISIBLE_DEVICES") {
+        // The driver applied this very list: its k-th device is the k-th entry, resolved by CUDA itself.
+        DeviceResolution out{{}, "cuda-driver"};
+        for (size_t k = 0; k < tokens.size(); ++k) {
+          ResolvedDevice d{tokens[k], std::nullopt, {}};
+          if (k < driver->size()) {
+            d.gpu = (*driver)[k];
+          } else {
+            d.problem = "the CUDA driver shows only " + std::to_string(driver->size()) + " of the " +
+                        std::to_string(tokens.size()) +
+                        " devices in CUDA_VISIBLE_DEVICES (it stops at the first entry it cannot use)";
+          }
+          out.devices.push_back(std::move(d));
+        }
+        return out;
+      }
+      // The driver applied a CUDA_VISIBLE_DEVICES these tokens do not come from: its devices are a
+      // subset of the node's, numbered differently, so the node's files answer instead.
+    }
+  }
+  if (std::optional<DiscoveredGpus> files = ReadGpuFiles(env, searched)) {
+    return {MatchDeviceTokens(tokens, files->gpus, files->source, ends_list), files->source};
+  }
+  return {MatchDeviceTokens(tokens, {}, "searched " + JoinSearched(searched), false), "none"};
+}
 
 VisibleDevices ParseVisibleDevices(std::string_view variable, std::string_view value) {
   if (value.empty()) return {std::string(variable), {}, {}};  // set but empty: no GPU, as CUDA documents
@@ -351,13 +494,22 @@ DiscoveredGpus DiscoverGpus(const Environment& env) {
   // The driver's order is CUDA_DEVICE_ORDER's: FASTEST_FIRST by default, which may differ from the PCI
   // order of nvidia-smi and of the fallbacks below. Callers that only count or hand out "0".."n-1" are
   // not affected; anything that pairs ordinals with NUMA nodes or NICs should use pci_bus_id.
+  std::vector<std::string> searched;
   if (env.cuda_query) {
-    if (std::optional<std::vector<GpuInfo>> gpus = env.cuda_query()) return {std::move(*gpus), "cuda-driver"};
+    if (std::optional<std::vector<GpuInfo>> gpus = env.cuda_query()) {
+      std::string said = gpus->empty()
+                             ? "CUDA driver (libcuda.so.1): no device"
+                             : "CUDA driver (libcuda.so.1): " + std::to_string(gpus->size()) + " GPU(s)";
+      return {std::move(*gpus), "cuda-driver", std::move(said)};
+    }
+    searched.emplace_back("CUDA driver (libcuda.so.1): not loadable or not working");
   }
-  if (auto gpus = ReadProcfs(env)) return {std::move(*gpus), "procfs"};
-  if (auto gpus = ReadDevfs(env)) return {std::move(*gpus), "devfs"};
-  if (auto gpus = ReadKfd(env)) return {std::move(*gpus), "kfd"};
-  return {{}, "none"};
+  if (std::optional<DiscoveredGpus> files = ReadGpuFiles(env, searched)) {
+    searched.push_back(files->source + ": " + std::to_string(files->gpus.size()) + " GPU(s)");
+    files->searched = JoinSearched(searched);
+    return std::move(*files);
+  }
+  return {{}, "none", JoinSearched(searched)};
 }
 
 LocalDevices FindLocalDevices(const Environment& env) {
@@ -396,10 +548,7 @@ std::string NormalizePciBusId(std::string_view id) {
     auto [domain, bus, device, function] = *pci;
     return FormatPci(domain, bus, device, function);
   }
-  std::string lower(Trim(id));
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
+  return Lower(Trim(id));
 }
 
 }  // namespace distrun

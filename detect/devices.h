@@ -36,9 +36,40 @@ std::vector<std::string> ParseDeviceTokens(std::string_view what, std::string_vi
 // every GPU of the node, sorted in PCI bus order (see devices.cc). Ordinals are positions in the list.
 struct DiscoveredGpus {
   std::vector<GpuInfo> gpus;
-  std::string source;  // "cuda-driver", "procfs", "devfs", "kfd" or "none"
+  std::string source;    // "cuda-driver", "procfs", "devfs", "kfd" or "none"
+  std::string searched;  // what was looked at, for messages: "CUDA driver (libcuda.so.1): not loaded, ..."
 };
 DiscoveredGpus DiscoverGpus(const Environment& env);
+
+// A device token and the GPU it names on this node, as far as distrun can tell without starting a CUDA
+// context. For a MIG device the GPU is its parent (the PCI bus id is what CPU binding needs).
+struct ResolvedDevice {
+  std::string token;
+  std::optional<GpuInfo> gpu;  // nullopt: not known here, `problem` says why
+  std::string problem;
+};
+struct DeviceResolution {
+  std::vector<ResolvedDevice> devices;  // one per token, in order
+  std::string source;                   // where the GPUs came from, as DiscoveredGpus::source
+};
+
+// Resolves the tokens of `variable` (CUDA_VISIBLE_DEVICES, HIP_/ROCR_VISIBLE_DEVICES, SLURM_STEP_GPUS,
+// --local-device-ids) to this node's GPUs. The CUDA driver answers first: when it applied the same
+// CUDA_VISIBLE_DEVICES itself, its k-th device is the k-th token (CUDA's own resolution, right under
+// cgroup-constrained devices and for MIG); otherwise its list, or the /proc, /dev and KFD files (every GPU
+// of the node, in PCI order), are matched with CUDA's rules (see MatchDeviceTokens).
+DeviceResolution ResolveDevices(const Environment& env, const std::vector<std::string>& tokens,
+                                std::string_view variable);
+
+// CUDA's rules for CUDA_VISIBLE_DEVICES against `gpus`, every GPU the tokens may name in CUDA's index order:
+// an index is a position; GPU-<prefix> names the one GPU whose UUID starts with it (case aside; a prefix
+// that fits several GPUs is invalid); MIG-GPU-<uuid>/<gi>/<ci> names a MIG device of that GPU;
+// MIG-<uuid> a GPU listed with that UUID (the driver lists MIG devices under their own UUID), else it is
+// unknown here. With `ends_list` (the value of a *_VISIBLE_DEVICES variable) CUDA stops at the first
+// invalid entry: that entry and every one after it name no GPU. `source` is named in problems.
+std::vector<ResolvedDevice> MatchDeviceTokens(const std::vector<std::string>& tokens,
+                                              const std::vector<GpuInfo>& gpus, std::string_view source,
+                                              bool ends_list);
 
 // The device tokens this process may hand out to its workers: the tokens of the variable that narrows
 // it, else "0".."n-1" for the n discovered GPUs. Discovery runs only when no variable is set.

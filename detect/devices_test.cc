@@ -583,5 +583,174 @@ TEST(CudaDriver, FakeDriverThroughDiscovery) {
   EXPECT_THAT(LocalDeviceTokens(env), ElementsAre("0", "1", "2"));
 }
 
+// ---- resolving tokens to GPUs ----
+
+GpuInfo Info(int ordinal, const std::string& uuid, const std::string& pci) {
+  return {ordinal, uuid, pci, "H100"};
+}
+
+const std::vector<GpuInfo> kNode = {Info(0, "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", "0000:1b:00.0"),
+                                    Info(1, "GPU-8932aaaa-0000-0000-0000-000000000000", "0000:3b:00.0"),
+                                    Info(2, "GPU-c0ffee00-0000-0000-0000-000000000000", "0000:9c:00.0")};
+
+std::vector<std::string> Pcis(const std::vector<ResolvedDevice>& devices) {
+  std::vector<std::string> out;
+  for (const ResolvedDevice& d : devices) out.push_back(d.gpu ? d.gpu->pci_bus_id : "-");
+  return out;
+}
+
+TEST(DeviceResolve, IndicesAndUuidPrefixesAsCudaReadsThem) {
+  // Upper case is the same UUID; "01" is index 1.
+  auto r = MatchDeviceTokens({"2", "GPU-8932f9", "GPU-C0FFEE", "01"}, kNode, "procfs", true);
+  EXPECT_THAT(Pcis(r), ElementsAre("0000:9c:00.0", "0000:1b:00.0", "0000:9c:00.0", "0000:3b:00.0"));
+  for (const ResolvedDevice& d : r) EXPECT_EQ(d.problem, "") << d.token;
+  // The full UUID, as nvidia-smi -L prints it.
+  EXPECT_THAT(Pcis(MatchDeviceTokens({kUuid}, kNode, "procfs", true)), ElementsAre("0000:1b:00.0"));
+}
+
+TEST(DeviceResolve, AnAmbiguousOrUnknownEntryEndsACudaList) {
+  // "GPU-8932" fits two GPUs: CUDA needs a unique prefix, treats the entry as invalid and shows only the
+  // devices before it.
+  auto r = MatchDeviceTokens({"2", "GPU-8932", "0"}, kNode, "procfs", true);
+  EXPECT_THAT(Pcis(r), ElementsAre("0000:9c:00.0", "-", "-"));
+  EXPECT_EQ(r[1].problem, "is a prefix of 2 GPU UUIDs; CUDA needs a unique one, give more of the UUID");
+  EXPECT_EQ(r[2].problem, "CUDA ignores it: it follows 'GPU-8932', which names no GPU");
+
+  r = MatchDeviceTokens({"0", "3", "1"}, kNode, "procfs", true);
+  EXPECT_THAT(Pcis(r), ElementsAre("0000:1b:00.0", "-", "-"));
+  EXPECT_EQ(r[1].problem, "is beyond the 3 GPU(s) procfs lists (indices start at 0)");
+
+  r = MatchDeviceTokens({"GPU-deadbeef", "0"}, kNode, "procfs", true);
+  EXPECT_EQ(r[0].problem, "matches none of the 3 GPU UUIDs procfs lists (nvidia-smi -L prints them)");
+  EXPECT_FALSE(r[1].gpu.has_value());
+
+  // A list distrun hands out entry by entry (--local-device-ids): one bad entry spoils only itself.
+  r = MatchDeviceTokens({"0", "3", "1"}, kNode, "procfs", false);
+  EXPECT_THAT(Pcis(r), ElementsAre("0000:1b:00.0", "-", "0000:3b:00.0"));
+}
+
+TEST(DeviceResolve, MigDevices) {
+  // The legacy form names its GPU; the current form is known only to the driver, and is no error.
+  auto r = MatchDeviceTokens({"MIG-GPU-c0ffee00-0000-0000-0000-000000000000/1/0", "MIG-c2b5f6e1-1d4a", "1"},
+                             kNode, "procfs", true);
+  EXPECT_THAT(Pcis(r), ElementsAre("0000:9c:00.0", "-", "0000:3b:00.0"));
+  EXPECT_EQ(r[1].problem, "a MIG device; only the CUDA driver knows which GPU it is on");
+  // The driver lists a MIG device under its own UUID (formatted "GPU-...", with its GPU's PCI bus id).
+  std::vector<GpuInfo> driver = {Info(0, "GPU-c2b5f6e1-1d4a-5a5e-9f0a-4cbe1e8e3a21", "0000:9c:00.0")};
+  EXPECT_THAT(Pcis(MatchDeviceTokens({kMigUuid}, driver, "the CUDA driver", true)),
+              ElementsAre("0000:9c:00.0"));
+}
+
+TEST(DeviceResolve, SourcesWithoutUuidsOrGpus) {
+  std::vector<GpuInfo> devfs(2);
+  auto r = MatchDeviceTokens({"1", "GPU-8932f9"}, devfs, "devfs", true);
+  EXPECT_TRUE(r[0].gpu.has_value());
+  EXPECT_EQ(r[0].gpu->pci_bus_id, "");
+  EXPECT_EQ(r[1].problem, "devfs gives no GPU UUIDs to match it against");
+  r = MatchDeviceTokens({"0", "1"}, {}, "searched nothing", true);
+  EXPECT_EQ(r[0].problem, "no GPU found (searched nothing)");
+  EXPECT_EQ(r[1].problem, "no GPU found (searched nothing)");
+}
+
+// A fake node with kNode's three GPUs in procfs.
+void WriteProcfs(const TempRoot& root) {
+  for (const GpuInfo& g : kNode) {
+    root.Write("proc/driver/nvidia/gpus/" + g.pci_bus_id + "/information",
+               Information("H100", g.uuid, g.pci_bus_id));
+  }
+}
+
+CudaQuery Driver(std::vector<GpuInfo> gpus) {
+  return [gpus] { return std::optional<std::vector<GpuInfo>>(gpus); };
+}
+
+TEST(DeviceResolve, TheDriverThatAppliedTheListAnswersByPosition) {
+  TempRoot root;
+  WriteProcfs(root);
+  Environment env = root.Env();
+  // Under a cgroup that leaves one GPU, CUDA_VISIBLE_DEVICES=0 is that GPU, whatever procfs says.
+  env.vars["CUDA_VISIBLE_DEVICES"] = "0,1";
+  env.cuda_query = Driver({Info(0, "GPU-c0ffee00-0000-0000-0000-000000000000", "0000:9c:00.0")});
+  DeviceResolution r = ResolveDevices(env, {"0", "1"}, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(r.source, "cuda-driver");
+  EXPECT_THAT(Pcis(r.devices), ElementsAre("0000:9c:00.0", "-"));
+  EXPECT_EQ(
+      r.devices[1].problem,
+      "the CUDA driver shows only 1 of the 2 devices in CUDA_VISIBLE_DEVICES (it stops at the first entry it "
+      "cannot use)");
+}
+
+TEST(DeviceResolve, AnUnnarrowedDriverIsMatchedLikeTheFiles) {
+  TempRoot root;
+  Environment env = root.Env();
+  env.cuda_query = Driver(kNode);
+  DeviceResolution r = ResolveDevices(env, {"GPU-c0f", "0"}, "SLURM_STEP_GPUS");
+  EXPECT_EQ(r.source, "cuda-driver");
+  EXPECT_THAT(Pcis(r.devices), ElementsAre("0000:9c:00.0", "0000:1b:00.0"));
+}
+
+TEST(DeviceResolve, TokensFromAnotherListThanTheDriverAppliedUseTheFiles) {
+  TempRoot root;
+  WriteProcfs(root);
+  Environment env = root.Env();
+  env.vars["CUDA_VISIBLE_DEVICES"] = "1";
+  env.cuda_query = Driver({kNode[1]});
+  // --local-device-ids replaces CUDA_VISIBLE_DEVICES in the workers: its ids are the node's.
+  DeviceResolution r = ResolveDevices(env, {"2", "0"}, "--local-device-ids");
+  EXPECT_EQ(r.source, "procfs");
+  EXPECT_THAT(Pcis(r.devices), ElementsAre("0000:9c:00.0", "0000:1b:00.0"));
+}
+
+TEST(DeviceResolve, WithoutADriverTheFilesAnswer) {
+  TempRoot root;
+  WriteProcfs(root);
+  Environment env = root.Env();
+  env.vars["CUDA_VISIBLE_DEVICES"] = "GPU-8932f,2";
+  env.cuda_query = [] { return std::optional<std::vector<GpuInfo>>(); };
+  DeviceResolution r = ResolveDevices(env, {"GPU-8932f", "2"}, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(r.source, "procfs");
+  EXPECT_THAT(Pcis(r.devices), ElementsAre("0000:1b:00.0", "0000:9c:00.0"));
+
+  TempRoot empty;
+  r = ResolveDevices(empty.Env(), {"0"}, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(r.source, "none");
+  EXPECT_EQ(
+      r.devices[0].problem,
+      "no GPU found (searched /proc/driver/nvidia/gpus: no GPU; /dev/nvidia[0-9]*: none; /dev/kfd: absent)");
+  Environment no_driver = empty.Env();
+  no_driver.cuda_query = [] { return std::optional<std::vector<GpuInfo>>(); };
+  r = ResolveDevices(no_driver, {"0"}, "CUDA_VISIBLE_DEVICES");
+  EXPECT_THAT(
+      r.devices[0].problem,
+      ::testing::StartsWith("no GPU found (searched CUDA driver (libcuda.so.1): not loadable or not working; "
+                            "/proc/driver/nvidia/gpus: no GPU;"));
+}
+
+TEST(GpuDiscovery, SaysWhatItLookedAt) {
+  TempRoot root;
+  Environment env = root.Env();
+  env.cuda_query = [] { return std::optional<std::vector<GpuInfo>>(); };
+  EXPECT_EQ(DiscoverGpus(env).searched,
+            "CUDA driver (libcuda.so.1): not loadable or not working; /proc/driver/nvidia/gpus: no GPU; "
+            "/dev/nvidia[0-9]*: none; /dev/kfd: absent");
+  root.CharDevice("dev/nvidia0", 195, 0);
+  EXPECT_EQ(DiscoverGpus(env).searched,
+            "CUDA driver (libcuda.so.1): not loadable or not working; /proc/driver/nvidia/gpus: no GPU; "
+            "devfs: 1 GPU(s)");
+  env.cuda_query = Driver({});
+  EXPECT_EQ(DiscoverGpus(env).searched, "CUDA driver (libcuda.so.1): no device");
+}
+
+TEST(CudaDriver, FakeDriverPciBusIdsFromTheVariable) {
+  ScopedVar devices("FAKE_CUDA_DEVICES", "3");
+  ScopedVar pci("FAKE_CUDA_PCI_BUS_IDS", "0000:3B:00.0,,00000000:9C:00.0");
+  auto gpus = QueryCudaDriverLibrary(DISTRUN_FAKE_CUDA_LIBRARY);
+  ASSERT_TRUE(gpus.has_value());
+  ASSERT_EQ(gpus->size(), 3u);
+  EXPECT_EQ((*gpus)[0].pci_bus_id, "0000:3b:00.0");  // normalized as /sys names it
+  EXPECT_EQ((*gpus)[1].pci_bus_id, "0000:a1:00.0");  // no entry: the default
+  EXPECT_EQ((*gpus)[2].pci_bus_id, "0000:9c:00.0");
+}
+
 }  // namespace
 }  // namespace distrun

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "detect/parse.h"
+#include "launcher/cpu_binding.h"
 
 namespace distrun {
 namespace {
@@ -27,7 +28,26 @@ ReportValue WorkerReport(const WorkerPlan& w) {
                    {"local_rank", w.local_rank},
                    {"local_device_ids", Ints(w.local_device_ids)},
                    {"device_tokens", Strings(w.device_tokens)},
+                   {"cpus", Ints(w.cpus)},
                    {"env", std::move(env)}};
+}
+
+ReportValue OrNull(const std::string& s) { return s.empty() ? ReportValue(nullptr) : ReportValue(s); }
+
+// This node's devices, each with the GPU it names: index is the device's position among them (the
+// ordinal CUDA gives it in a process that sees all of them).
+ReportValue GpusReport(const std::vector<ResolvedDevice>& gpus) {
+  ReportList l;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const ResolvedDevice& d = gpus[i];
+    l.emplace_back(ReportMap{{"index", static_cast<int>(i)},
+                             {"token", d.token},
+                             {"uuid", d.gpu ? OrNull(d.gpu->uuid) : ReportValue(nullptr)},
+                             {"pci_bus_id", d.gpu ? OrNull(d.gpu->pci_bus_id) : ReportValue(nullptr)},
+                             {"name", d.gpu ? OrNull(d.gpu->name) : ReportValue(nullptr)},
+                             {"problem", OrNull(d.problem)}});
+  }
+  return l;
 }
 
 ReportValue OptionsReport(const Options& o) {
@@ -70,13 +90,29 @@ std::string TextReport(const Plan& plan) {
                                                                              : plan.layout.device_source) +
                                         ")"
                                   : devices + " (" + plan.layout.device_source + ")");
+  if (!plan.layout.node_gpus.empty()) {
+    out += "gpus (" + plan.layout.gpu_source + ")\n";
+    for (size_t i = 0; i < plan.layout.node_gpus.size(); ++i) {
+      const ResolvedDevice& d = plan.layout.node_gpus[i];
+      std::string about = d.problem.empty() ? "" : "  (" + d.problem + ")";
+      if (d.gpu) {
+        about = "  " + (d.gpu->uuid.empty() ? "-" : d.gpu->uuid) + "  " +
+                (d.gpu->pci_bus_id.empty() ? "-" : d.gpu->pci_bus_id) +
+                (d.gpu->name.empty() ? "" : "  " + d.gpu->name) + about;
+      }
+      // The token only where it says more than the index (a UUID, a Slurm id).
+      const std::string index = std::to_string(i);
+      out += "  " + index + (d.token == index ? "" : "  " + d.token + (d.gpu ? " =" : "")) + about + "\n";
+    }
+  }
   if (t.slice_index) line("slice", std::to_string(*t.slice_index));
   out += "workers\n";
   for (const WorkerPlan& w : plan.workers) {
     std::string devs;
     for (const auto& d : w.device_tokens) devs += (devs.empty() ? "" : ",") + d;
     out += "  rank " + std::to_string(w.process_id) + "  local rank " + std::to_string(w.local_rank) +
-           "  devices " + (devs.empty() ? "-" : devs) + "\n";
+           "  devices " + (devs.empty() ? "-" : devs) +
+           (w.cpus.empty() ? "" : "  cpus " + FormatCpuList(w.cpus)) + "\n";
     for (const auto& [name, value] : w.env) out += "    " + name + "=" + value + "\n";
   }
   return out;
@@ -85,6 +121,14 @@ std::string TextReport(const Plan& plan) {
 void FlattenEnv(const std::string& prefix, const ReportValue& v, std::string& out) {
   if (auto* m = std::get_if<ReportMap>(&v.value)) {
     for (const auto& [key, child] : *m) FlattenEnv(prefix + "_" + Upper(key), child, out);
+  } else if (auto* records = std::get_if<ReportList>(&v.value);
+             records != nullptr && std::any_of(records->begin(), records->end(), [](const ReportValue& item) {
+               return std::holds_alternative<ReportMap>(item.value);
+             })) {
+    // A list of records (the GPUs): one group of variables per item, numbered.
+    out += "export " + prefix + "_COUNT=" + std::to_string(records->size()) + "\n";
+    for (size_t i = 0; i < records->size(); ++i)
+      FlattenEnv(prefix + "_" + std::to_string(i), (*records)[i], out);
   } else if (auto* l = std::get_if<ReportList>(&v.value)) {
     std::string joined;
     for (const auto& item : *l) {
@@ -148,6 +192,9 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
       {"local_world_size", per_task ? t.local_tasks : plan.layout.local_workers},
       {"local_devices", Strings(plan.layout.node_devices)},
       {"device_source", plan.layout.device_source},
+      {"gpus", GpusReport(plan.layout.node_gpus)},
+      {"gpu_source", plan.layout.gpu_source},
+      {"cpu_bind", CpuBindName(options.cpu_bind)},
       {"run_id", a.run_id},
       {"slice_index", t.slice_index ? ReportValue(*t.slice_index) : ReportValue(nullptr)},
       {"workers", std::move(workers)},

@@ -308,5 +308,94 @@ TEST(DetectReport, EnvWarningWithANewlineStaysAComment) {
   ExpectSafeToEval(env);
 }
 
+// ---- GPUs and CPU binding ----
+
+// Two GPUs as the driver reports them, no files: the report's GPU list comes from the driver.
+Plan BuildWithDriver(const Topology& t, const Options& o) {
+  Environment env = NoGpuEnv();
+  env.cuda_query = [] {
+    return std::optional<std::vector<GpuInfo>>(
+        std::vector<GpuInfo>{{0, "GPU-aaaa0000-0000-0000-0000-000000000000", "0000:1b:00.0", "NVIDIA H100"},
+                             {1, "GPU-bbbb0000-0000-0000-0000-000000000000", "0000:9c:00.0", "NVIDIA H100"}});
+  };
+  LocalLayout layout = ComputeLocalLayout(t, o, env);
+  return MakePlan(t, layout, ProvisionalAssignment(t, layout, o), o, env);
+}
+
+TEST(DetectReport, JsonListsEachGpuWithIndexUuidAndPciBusId) {
+  Plan plan = BuildWithDriver(LocalNode(0), Options{});
+  YAML::Node doc = YAML::Load(RenderDetectReport(plan, WithFormat(DetectFormat::kJson)));
+  EXPECT_EQ(doc["gpu_source"].as<std::string>(), "cuda-driver");
+  EXPECT_EQ(doc["cpu_bind"].as<std::string>(), "none");
+  ASSERT_EQ(doc["gpus"].size(), 2u);
+  YAML::Node g = doc["gpus"][1];
+  std::vector<std::string> keys;
+  for (const auto& entry : g) keys.push_back(entry.first.Scalar());
+  EXPECT_EQ(keys, (std::vector<std::string>{"index", "token", "uuid", "pci_bus_id", "name", "problem"}));
+  EXPECT_EQ(g["index"].as<int>(), 1);
+  EXPECT_EQ(g["token"].as<std::string>(), "1");
+  EXPECT_EQ(g["uuid"].as<std::string>(), "GPU-bbbb0000-0000-0000-0000-000000000000");
+  EXPECT_EQ(g["pci_bus_id"].as<std::string>(), "0000:9c:00.0");
+  EXPECT_EQ(g["name"].as<std::string>(), "NVIDIA H100");
+  EXPECT_TRUE(g["problem"].IsNull());
+  // Every worker says which CPUs it is pinned to: none without --cpu-bind.
+  EXPECT_EQ(doc["workers"][0]["cpus"].size(), 0u);
+  EXPECT_TRUE(doc["workers"][0]["cpus"].IsSequence());
+}
+
+TEST(DetectReport, UnknownDevicesHaveNullsAndTheReason) {
+  Plan plan = Build(SlurmTask(), Options{});  // tokens 0-3 from CUDA_VISIBLE_DEVICES, no GPU here
+  YAML::Node doc = YAML::Load(RenderDetectReport(plan, WithFormat(DetectFormat::kJson)));
+  ASSERT_EQ(doc["gpus"].size(), 4u);
+  EXPECT_EQ(doc["gpus"][3]["token"].as<std::string>(), "3");
+  EXPECT_TRUE(doc["gpus"][3]["uuid"].IsNull());
+  EXPECT_TRUE(doc["gpus"][3]["pci_bus_id"].IsNull());
+  EXPECT_TRUE(Contains(doc["gpus"][3]["problem"].as<std::string>(), "no GPU found"));
+  EXPECT_EQ(doc["gpu_source"].as<std::string>(), "none");
+}
+
+TEST(DetectReport, WorkerCpusInEveryFormat) {
+  Plan plan = BuildWithDriver(LocalNode(0), Options{});
+  plan.workers[0].cpus = {0, 1, 2, 3, 8};
+  YAML::Node doc = YAML::Load(RenderDetectReport(plan, WithFormat(DetectFormat::kJson)));
+  EXPECT_EQ(doc["workers"][0]["cpus"].as<std::vector<int>>(), (std::vector<int>{0, 1, 2, 3, 8}));
+  YAML::Node yaml = YAML::Load(RenderDetectReport(plan, WithFormat(DetectFormat::kYaml)));
+  EXPECT_EQ(yaml["workers"][0]["cpus"].as<std::vector<int>>(), (std::vector<int>{0, 1, 2, 3, 8}));
+  std::string text = RenderDetectReport(plan, WithFormat(DetectFormat::kText));
+  EXPECT_TRUE(Contains(text, "  rank 0  local rank 0  devices 0  cpus 0-3,8\n")) << text;
+  EXPECT_TRUE(Contains(text, "  rank 1  local rank 1  devices 1\n")) << text;  // not pinned
+}
+
+TEST(DetectReport, TextListsTheGpus) {
+  std::string text =
+      RenderDetectReport(BuildWithDriver(LocalNode(0), Options{}), WithFormat(DetectFormat::kText));
+  EXPECT_TRUE(Contains(text,
+                       "gpus (cuda-driver)\n"
+                       "  0  GPU-aaaa0000-0000-0000-0000-000000000000  0000:1b:00.0  NVIDIA H100\n"
+                       "  1  GPU-bbbb0000-0000-0000-0000-000000000000  0000:9c:00.0  NVIDIA H100\n"))
+      << text;
+  // Tokens that say more than the index are shown, and devices that name no GPU say why.
+  Topology t = LocalNode(0);
+  t.visible_devices = {"GPU-bbbb", "GPU-cccc"};
+  t.device_variable = "CUDA_VISIBLE_DEVICES";
+  text = RenderDetectReport(BuildWithDriver(t, Options{}), WithFormat(DetectFormat::kText));
+  EXPECT_TRUE(Contains(text, "  0  GPU-bbbb =  GPU-bbbb0000-0000-0000-0000-000000000000  0000:9c:00.0"))
+      << text;
+  EXPECT_TRUE(Contains(text, "  1  GPU-cccc  (matches none of the 2 GPU UUIDs the CUDA driver lists"))
+      << text;
+}
+
+TEST(DetectReport, EnvNumbersTheGpus) {
+  std::string env =
+      RenderDetectReport(BuildWithDriver(LocalNode(0), Options{}), WithFormat(DetectFormat::kEnv));
+  EXPECT_TRUE(Contains(env, "export DISTRUN_DETECT_GPUS_COUNT=2\n")) << env;
+  EXPECT_TRUE(Contains(env, "export DISTRUN_DETECT_GPUS_1_PCI_BUS_ID='0000:9c:00.0'\n")) << env;
+  EXPECT_TRUE(Contains(env, "export DISTRUN_DETECT_GPUS_0_UUID='GPU-aaaa0000-0000-0000-0000-000000000000'\n"))
+      << env;
+  EXPECT_TRUE(Contains(env, "unset DISTRUN_DETECT_GPUS_0_PROBLEM\n")) << env;
+  EXPECT_TRUE(Contains(env, "export DISTRUN_DETECT_CPU_BIND='none'\n")) << env;
+  ExpectSafeToEval(env);
+}
+
 }  // namespace
 }  // namespace distrun

@@ -6,10 +6,12 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "detect/detection.h"
 #include "detect/environment.h"
 #include "detect/errors.h"
+#include "launcher/check_command.h"
 #include "launcher/command_line.h"
 #include "launcher/config_file.h"
 #include "launcher/detect_report.h"
@@ -32,6 +34,7 @@ void PrintWarnings(const Plan& plan) {
 }
 
 int Run(int argc, const char* const* argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "check") return RunCheckCommand(argc, argv);
   if (argc > 1 && IsRuntimeVerb(argv[1])) {
     return RunRuntimeVerb(std::vector<std::string>(argv + 1, argv + argc), Environment::FromProcess().vars);
   }
@@ -41,7 +44,7 @@ int Run(int argc, const char* const* argv) {
     return 0;
   }
   if (cl.action == Action::kVersion) {
-    std::printf("distrun %s\n", Version());
+    std::printf("%s\n", VersionLine().c_str());
     return 0;
   }
   Environment env = Environment::FromProcess();

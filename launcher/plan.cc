@@ -12,6 +12,7 @@
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/cpu_binding.h"
 
 namespace distrun {
 namespace {
@@ -39,13 +40,58 @@ const char* LocalRankVariable(const std::string& method) {
 }
 
 // The devices this distrun may hand out: those a variable (or --local-device-ids) narrows it to, else
-// every GPU found on the node.
-std::pair<std::vector<std::string>, std::string> NodeDevices(const Topology& t, const Environment& env) {
-  if (!t.device_variable.empty()) return {t.visible_devices, t.device_variable};
-  DiscoveredGpus found = DiscoverGpus(env);
+// every GPU found on the node; each resolved to the GPU it names where that can be known.
+struct NodeDeviceList {
   std::vector<std::string> tokens;
-  for (size_t i = 0; i < found.gpus.size(); ++i) tokens.push_back(std::to_string(i));
-  return {tokens, found.source};
+  std::string source;
+  DeviceResolution resolution;
+  std::string searched;  // where GPUs were looked for, when discovery ran
+};
+NodeDeviceList NodeDevices(const Topology& t, const Environment& env) {
+  if (!t.device_variable.empty()) {
+    return {
+        t.visible_devices, t.device_variable, ResolveDevices(env, t.visible_devices, t.device_variable), {}};
+  }
+  DiscoveredGpus found = DiscoverGpus(env);
+  NodeDeviceList out{{}, found.source, {{}, found.source}, found.searched};
+  for (size_t i = 0; i < found.gpus.size(); ++i) {
+    out.tokens.push_back(std::to_string(i));
+    out.resolution.devices.push_back({out.tokens.back(), found.gpus[i], {}});
+  }
+  return out;
+}
+
+// --cpu-bind gpu|numa: the CPUs of each worker's GPUs (before --device-binding none clears the
+// narrowing: those workers still use their share).
+void BindCpus(const Topology& t, const Options& o, const Environment& env, const NodeDeviceList& node,
+              LocalLayout& layout) {
+  layout.worker_cpus.assign(layout.worker_devices.size(), {});
+  if (o.cpu_bind == CpuBind::kNone) return;
+  const std::string option = std::string("--cpu-bind=") + CpuBindName(o.cpu_bind);
+  if (node.tokens.empty()) {
+    // As --nproc-per-node=gpu: asked for, impossible, and better said before anything starts.
+    throw UsageError(
+        option + " but " +
+        (!t.device_variable.empty()
+             ? t.device_variable + " leaves no GPU"
+             : "no GPU was found (" + (node.searched.empty() ? node.source : node.searched) + ")") +
+        "; use --cpu-bind none on a machine without GPUs");
+  }
+  std::vector<std::vector<ResolvedDevice>> per_worker;
+  std::vector<int> local_ranks;
+  for (size_t i = 0; i < layout.worker_devices.size(); ++i) {
+    std::vector<ResolvedDevice> devices;
+    for (const std::string& token : layout.worker_devices[i]) {
+      auto it = std::find_if(node.resolution.devices.begin(), node.resolution.devices.end(),
+                             [&token](const ResolvedDevice& d) { return d.token == token; });
+      devices.push_back(it != node.resolution.devices.end() ? *it : ResolvedDevice{token, std::nullopt, {}});
+    }
+    per_worker.push_back(std::move(devices));
+    local_ranks.push_back(layout.mode == LaunchMode::kPerTask ? t.local_task : static_cast<int>(i));
+  }
+  CpuBinding binding = ComputeCpuBinding(env, o.cpu_bind, per_worker, local_ranks);
+  layout.worker_cpus = std::move(binding.worker_cpus);
+  layout.warnings.insert(layout.warnings.end(), binding.warnings.begin(), binding.warnings.end());
 }
 
 // Devices of worker `slot` when workers take `per_worker` consecutive devices each; workers beyond the
@@ -106,7 +152,11 @@ int PickFreePort() {
 LocalLayout ComputeLocalLayout(const Topology& t, const Options& o, const Environment& env) {
   LocalLayout layout;
   layout.mode = o.launch_mode.value_or(t.launch_mode);
-  std::tie(layout.node_devices, layout.device_source) = NodeDevices(t, env);
+  NodeDeviceList node = NodeDevices(t, env);
+  layout.node_devices = node.tokens;
+  layout.device_source = node.source;
+  layout.node_gpus = node.resolution.devices;
+  layout.gpu_source = node.resolution.source;
   const std::vector<std::string>& tokens = layout.node_devices;
   const std::string& source = layout.device_source;
   const int gpw = o.gpus_per_worker;
@@ -149,6 +199,7 @@ LocalLayout ComputeLocalLayout(const Topology& t, const Options& o, const Enviro
     for (int i = 0; i < layout.local_workers; ++i)
       layout.worker_devices.push_back(SliceDevices(tokens, i, gpw));
   }
+  BindCpus(t, o, env, node, layout);
   if (!o.device_binding) {
     // Workers keep every device this distrun has; JAX learns its share from JAX_LOCAL_DEVICE_IDS.
     for (auto& devices : layout.worker_devices) devices.clear();
@@ -172,6 +223,7 @@ JobAssignment ProvisionalAssignment(const Topology& t, const LocalLayout& layout
   a.process0_host = t.coordinator_host;
   int port = t.coordinator_port ? *t.coordinator_port : PickFreePort();
   a.coordinator_address = FormatHostPort(t.coordinator_host, port);
+  // Ports one choice gave every process (the MPI probe) keep the job's workers on the same ones.
   a.master_port = t.master_port ? *t.master_port : PickFreePort();
   a.jax_port = o.jax_coordinator_port ? *o.jax_coordinator_port : t.jax_port ? *t.jax_port : PickFreePort();
   a.run_id = o.run_id ? *o.run_id : (!t.job_id.empty() ? t.job_id : RandomRunId());
@@ -202,6 +254,8 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
     w.local_rank = layout.mode == LaunchMode::kPerTask ? t.local_task : i;
     const int local_world = layout.mode == LaunchMode::kPerTask ? t.local_tasks : layout.local_workers;
     w.device_tokens = layout.worker_devices[static_cast<size_t>(i)];
+    if (static_cast<size_t>(i) < layout.worker_cpus.size())
+      w.cpus = layout.worker_cpus[static_cast<size_t>(i)];
     if (!w.device_tokens.empty()) {
       for (size_t k = 0; k < w.device_tokens.size(); ++k) w.local_device_ids.push_back(static_cast<int>(k));
     } else if (!o.device_binding) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "detect/devices.h"
 #include "detect/environment.h"
 #include "detect/topology.h"
 #include "launcher/options.h"
@@ -18,6 +19,7 @@ struct WorkerPlan {
   int local_rank = 0;
   std::vector<std::string> device_tokens;  // the devices given to this worker, as tokens
   std::vector<int> local_device_ids;       // their indices as the worker sees them
+  std::vector<int> cpus;                   // --cpu-bind: the CPUs it is pinned to; empty: not pinned
   // Exactly the variables distrun sets or changes for this worker, in a stable order.
   std::vector<std::pair<std::string, std::string>> env;
 };
@@ -31,6 +33,9 @@ struct LocalLayout {
   std::vector<std::string> node_devices;                 // every device this distrun may hand out, as tokens
   std::string device_source;                             // the variable or discovery source they came from
   std::vector<std::vector<std::string>> worker_devices;  // per local worker; empty: no narrowing
+  std::vector<ResolvedDevice> node_gpus;                 // node_devices resolved to this node's GPUs
+  std::string gpu_source;                                // where node_gpus came from (DeviceResolution)
+  std::vector<std::vector<int>> worker_cpus;             // per local worker, --cpu-bind; empty: not pinned
   std::vector<std::string> warnings;
 };
 

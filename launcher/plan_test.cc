@@ -1,5 +1,6 @@
 #include "launcher/plan.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "detect/errors.h"
+#include "detect/test_temp_root.h"
 #include "test_support.h"
 
 namespace distrun {
@@ -646,6 +648,147 @@ TEST(Plan, EnvOrderIsStable) {
     EXPECT_EQ(a.workers[0].env[i].first, b.workers[0].env[i].first);
   }
   EXPECT_EQ(a.workers[0].env.front().first, "DISTRUN_PROCESS_ID");
+}
+
+// ---- GPUs in the layout and --cpu-bind ----
+
+// A node with 4 GPUs on two sockets (CPUs 0-7 and 8-15) seen through a fake file-system root: procfs
+// lists them in PCI order, sysfs holds their local CPUs and NUMA nodes, and distrun may use every CPU.
+class GpuNode {
+ public:
+  GpuNode() {
+    Status("0-15");
+    root.Write("sys/devices/system/node/node0/cpulist", "0-7\n");
+    root.Write("sys/devices/system/node/node1/cpulist", "8-15\n");
+    const char* pci[] = {"0000:1b:00.0", "0000:3b:00.0", "0000:9c:00.0", "0000:bc:00.0"};
+    for (int i = 0; i < 4; ++i) {
+      const std::string dir = std::string("sys/bus/pci/devices/") + pci[i];
+      root.Write(dir + "/local_cpulist", i < 2 ? "0-7\n" : "8-15\n");
+      root.Write(dir + "/numa_node", i < 2 ? "0\n" : "1\n");
+      root.Write(std::string("proc/driver/nvidia/gpus/") + pci[i] + "/information",
+                 "Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-" + std::to_string(i) +
+                     "aaaaaaa-0000-0000-0000-000000000000\nBus Location: \t " + pci[i] + "\n");
+    }
+  }
+  void Status(const std::string& allowed) const {
+    root.Write("proc/self/status", "Cpus_allowed_list:\t" + allowed + "\n");
+  }
+  Environment Env(std::initializer_list<std::pair<std::string, std::string>> vars = {}) const {
+    Environment env = MakeEnv(vars);
+    env.root = root.path();
+    return env;
+  }
+  testing::TempRoot root;
+};
+
+std::vector<std::string> CpuColumn(const Plan& plan) {
+  std::vector<std::string> out;
+  for (const WorkerPlan& w : plan.workers) {
+    std::string s;
+    for (int cpu : w.cpus) s += (s.empty() ? "" : ",") + std::to_string(cpu);
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(PlanGpus, DiscoveredGpusAreKeptInTheLayout) {
+  GpuNode node;
+  Plan plan = Build(LocalNode(), Options{}, node.Env());
+  EXPECT_EQ(plan.layout.gpu_source, "procfs");
+  ASSERT_EQ(plan.layout.node_gpus.size(), 4u);
+  ASSERT_TRUE(plan.layout.node_gpus[2].gpu.has_value());
+  EXPECT_EQ(plan.layout.node_gpus[2].token, "2");
+  EXPECT_EQ(plan.layout.node_gpus[2].gpu->pci_bus_id, "0000:9c:00.0");
+  EXPECT_EQ(plan.layout.node_gpus[2].gpu->uuid, "GPU-2aaaaaaa-0000-0000-0000-000000000000");
+  for (const WorkerPlan& w : plan.workers) EXPECT_TRUE(w.cpus.empty());  // --cpu-bind none
+}
+
+TEST(PlanGpus, VariableTokensAreResolvedToTheNodesGpus) {
+  GpuNode node;
+  Environment env = node.Env({{"CUDA_VISIBLE_DEVICES", "GPU-3,1"}});
+  Plan plan = Build(WithDevices(LocalNode(), {"GPU-3", "1"}), Options{}, env);
+  EXPECT_EQ(plan.layout.device_source, "CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(plan.layout.gpu_source, "procfs");
+  ASSERT_EQ(plan.layout.node_gpus.size(), 2u);
+  EXPECT_EQ(plan.layout.node_gpus[0].gpu->pci_bus_id, "0000:bc:00.0");
+  EXPECT_EQ(plan.layout.node_gpus[1].gpu->pci_bus_id, "0000:3b:00.0");
+}
+
+TEST(PlanCpuBind, GpuPinsEachWorkerToItsGpusCpus) {
+  GpuNode node;
+  Options o;
+  o.cpu_bind = CpuBind::kGpu;
+  Plan plan = Build(LocalNode(), o, node.Env());
+  EXPECT_EQ(CpuColumn(plan),
+            (Tokens{"0,1,2,3,4,5,6,7", "0,1,2,3,4,5,6,7", "8,9,10,11,12,13,14,15", "8,9,10,11,12,13,14,15"}));
+  EXPECT_TRUE(plan.warnings.empty()) << plan.warnings.front();
+  // The CPUs follow the devices, not the rank: GPU 3 first.
+  Plan narrowed = Build(WithDevices(LocalNode(), {"3", "0"}), o, node.Env({{"CUDA_VISIBLE_DEVICES", "3,0"}}));
+  EXPECT_EQ(CpuColumn(narrowed), (Tokens{"8,9,10,11,12,13,14,15", "0,1,2,3,4,5,6,7"}));
+}
+
+TEST(PlanCpuBind, NumaAndTheAllowedCpus) {
+  GpuNode node;
+  node.Status("4-11");  // a cgroup that spans both sockets
+  Options o;
+  o.cpu_bind = CpuBind::kNuma;
+  o.gpus_per_worker = 2;
+  Plan plan = Build(LocalNode(), o, node.Env());
+  EXPECT_EQ(CpuColumn(plan), (Tokens{"4,5,6,7", "8,9,10,11"}));
+}
+
+TEST(PlanCpuBind, PerTaskWorkerUsesItsOwnGpu) {
+  GpuNode node;
+  Options o;
+  o.cpu_bind = CpuBind::kGpu;
+  // Task with local rank 2 of 4, seeing every GPU of the node: it takes GPU 2.
+  Plan plan = Build(WithDevices(SlurmTask(6, 2, 1), {"0", "1", "2", "3"}), o,
+                    node.Env({{"CUDA_VISIBLE_DEVICES", "0,1,2,3"}}));
+  ASSERT_EQ(plan.workers.size(), 1u);
+  EXPECT_EQ(plan.workers[0].device_tokens, Tokens{"2"});
+  EXPECT_EQ(CpuColumn(plan), Tokens{"8,9,10,11,12,13,14,15"});
+}
+
+TEST(PlanCpuBind, DeviceBindingNoneStillPinsToTheWorkersShare) {
+  GpuNode node;
+  Options o;
+  o.cpu_bind = CpuBind::kGpu;
+  o.device_binding = false;
+  Plan plan = Build(LocalNode(), o, node.Env());
+  EXPECT_EQ(Column(plan, "CUDA_VISIBLE_DEVICES"), Tokens(4, "<unset>"));
+  EXPECT_EQ(CpuColumn(plan)[3], "8,9,10,11,12,13,14,15");
+}
+
+TEST(PlanCpuBind, WithoutAnyGpuItIsAnError) {
+  Options o;
+  o.cpu_bind = CpuBind::kGpu;
+  try {
+    Build(LocalNode(), o, EnvWithoutGpus());
+    FAIL() << "--cpu-bind gpu without a GPU was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(),
+                ::testing::StartsWith("--cpu-bind=gpu but no GPU was found (/proc/driver/nvidia/gpus"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("use --cpu-bind none"));
+  }
+  o.cpu_bind = CpuBind::kNuma;
+  try {
+    Build(WithDevices(LocalNode(), {}), o, EnvWithoutGpus({{"CUDA_VISIBLE_DEVICES", ""}}));
+    FAIL() << "--cpu-bind numa with every GPU hidden was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("--cpu-bind=numa but CUDA_VISIBLE_DEVICES leaves no GPU"));
+  }
+}
+
+TEST(PlanCpuBind, GpusWithoutSysfsEntriesWarnAndStayUnpinned) {
+  // The driver knows the GPUs, but this root has no sysfs for them (a container without /sys/bus/pci).
+  Environment env = EnvWithGpus(2);
+  Options o;
+  o.cpu_bind = CpuBind::kGpu;
+  Plan plan = Build(LocalNode(), o, env);
+  EXPECT_EQ(CpuColumn(plan), (Tokens{"", ""}));
+  ASSERT_EQ(plan.warnings.size(), 2u);
+  EXPECT_EQ(plan.warnings[0],
+            "--cpu-bind=gpu: local rank 0 is not pinned: the PCI bus id of device '0' is not known here");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 
+#include "launcher/cpu_binding.h"
 #include "launcher/signal_names.h"
 
 namespace distrun {
@@ -28,6 +29,7 @@ struct ChildReport {
 };
 constexpr int kStageSetup = 1;
 constexpr int kStageExec = 2;
+constexpr int kStageAffinity = 3;
 
 [[noreturn]] void ChildFail(int report_fd, int stage, int error, int candidate) {
   ChildReport report{stage, error, candidate};
@@ -56,6 +58,7 @@ struct ChildPlan {
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   char** sh_argv = nullptr;  // {"/bin/sh", <candidate>, args..., nullptr} for scripts without #!
+  const std::vector<unsigned long>* cpu_mask = nullptr;  // CpuMaskWords of SpawnSpec::cpus; null: inherit
 };
 
 [[noreturn]] void RunChild(const ChildPlan& p) {
@@ -67,6 +70,10 @@ struct ChildPlan {
   // Before the worker can read the terminal (as a shell does, in both parent and child; SIGTTOU is still
   // ignored here, so a background caller may do it).
   if (p.foreground) ::tcsetpgrp(STDIN_FILENO, ::getpid());
+  // Before exec, so the worker's first instruction already runs on its CPUs (and its threads inherit them).
+  if (p.cpu_mask != nullptr) {
+    if (int error = ApplyCpuMask(*p.cpu_mask); error != 0) ChildFail(p.report_fd, kStageAffinity, error, -1);
+  }
 
   struct sigaction dfl;
   std::memset(&dfl, 0, sizeof(dfl));
@@ -218,6 +225,8 @@ Child Child::Start(const SpawnSpec& spec) {
   plan.argv = argv.data();
   plan.envp = envp.data();
   plan.sh_argv = sh_argv.data();
+  std::vector<unsigned long> cpu_mask = CpuMaskWords(spec.cpus);
+  if (!spec.cpus.empty()) plan.cpu_mask = &cpu_mask;
 
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -245,6 +254,12 @@ Child Child::Start(const SpawnSpec& spec) {
   }
   if (got == sizeof(report)) {
     child.Wait();
+    if (report.stage == kStageAffinity) {
+      throw SpawnError(SpawnError::Kind::kSystem, report.error,
+                       "cannot pin a worker to CPUs " + FormatCpuList(spec.cpus) + " (--cpu-bind): " +
+                           std::strerror(report.error) + "; check the CPUs distrun may use (taskset -p " +
+                           std::to_string(::getpid()) + ") or use --cpu-bind none");
+    }
     if (report.stage == kStageSetup) {
       throw SpawnError(SpawnError::Kind::kSystem, report.error,
                        "cannot set up a worker process: " + std::string(std::strerror(report.error)));

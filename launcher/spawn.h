@@ -20,6 +20,7 @@ struct SpawnSpec {
   // Make the child's process group the foreground group of the terminal on stdin (distrun's stdin is
   // its controlling terminal and the child reads it); distrun must ignore SIGTTOU.
   bool foreground = false;
+  std::vector<int> cpus;  // pin the child to these CPUs before exec (--cpu-bind); empty: inherit
 };
 
 // Why a worker could not be started; exit_code() is what distrun exits with, as a shell would.

@@ -142,6 +142,7 @@ void Supervisor::StartWorkers() {
     spec.argv = options_.command;
     spec.env = WorkerEnvironment(w.plan);
     spec.inherit_stdin = w.plan.process_id == 0;
+    spec.cpus = w.plan.cpus;
     spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
     try {
       w.child = Child::Start(spec);

@@ -5,7 +5,7 @@ set -euo pipefail
 build_pkgs=(build-essential cmake ninja-build pkg-config
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
-  libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format)
+  libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format dpkg-dev file)
 test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   python3 python3-yaml python3-mpi4py python3-torch iproute2 procps util-linux groff man-db)
 

@@ -4,6 +4,9 @@
 //                             real driver does)
 //   FAKE_CUDA_INIT_ERROR=N    cuInit returns N
 //   FAKE_CUDA_COUNT_ERROR=N   cuDeviceGetCount returns N
+//   FAKE_CUDA_PCI_BUS_IDS=A,B device i is on PCI bus the i-th entry (as the driver prints it, e.g.
+//                             "0000:3B:00.0"); devices without an entry keep the default below. Tests point
+//                             it at real PCI devices, whose sysfs entries CPU binding reads.
 // Device i is "Fake GPU i" on PCI bus "0000:A<i>:00.0" with UUID bytes 0x10*(i+1), 0x01, 0x02 ... 0x0f.
 // Built with FAKE_CUDA_NO_UUID_V2, it lacks cuDeviceGetUuid_v2 (drivers older than CUDA 11.4), and its
 // cuDeviceGetUuid sets the first byte to 0xaa so that tests can tell which entry point answered.
@@ -67,6 +70,20 @@ int cuDeviceGetName(char* name, int len, int device) {
 
 int cuDeviceGetPCIBusId(char* pci_bus_id, int len, int device) {
   if (!ValidDevice(device)) return 101;
+  if (pci_bus_id == nullptr || len <= 0) return 1;  // CUDA_ERROR_INVALID_VALUE
+  // The device's entry in FAKE_CUDA_PCI_BUS_IDS, if it has one.
+  if (const char* list = std::getenv("FAKE_CUDA_PCI_BUS_IDS")) {
+    const char* entry = list;
+    for (int i = 0; i < device && entry != nullptr; ++i) {
+      entry = std::strchr(entry, ',');
+      if (entry != nullptr) ++entry;
+    }
+    if (entry != nullptr && *entry != '\0' && *entry != ',') {
+      size_t n = std::strcspn(entry, ",");
+      std::snprintf(pci_bus_id, static_cast<size_t>(len), "%.*s", static_cast<int>(n), entry);
+      return 0;
+    }
+  }
   std::snprintf(pci_bus_id, static_cast<size_t>(len), "0000:A%X:00.0", device);
   return 0;
 }
