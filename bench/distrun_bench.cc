@@ -1,47 +1,94 @@
-// distrun-bench: benchmark programs; each prints a readable summary and JSON on its last line.
+// distrun-bench: benchmark programs; each prints a readable summary and JSON on its last line(s).
 //   distrun-bench detect [--distrun PATH] [--runs N]
 //   distrun-bench launch [--distrun PATH] [--runs N] [--nproc N]
+//   distrun-bench rendezvous [--agents N[,N...]] [--agents-per-connection K] [--threads T]
+//                            [--heartbeat-ms MS] [--heartbeat-timeout-ms MS] [--hold-s S] [--perf FILE]
+//   distrun-bench kv [--clients N] [--seconds S] [--perf FILE]
+//   distrun-bench agent-memory [--distrun PATH]
+//   distrun-bench failure [--distrun PATH] [--runs N] [--nproc N]
+// Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
 
+#include "flags.h"
+
 namespace distrun::bench {
 int DetectStartupBench(const std::string& distrun, int runs);
 int LaunchBench(const std::string& distrun, int runs, int nproc);
+int RendezvousBench(const Flags& flags);
+int CoordinatorMain(const Flags& flags);
+int KvBench(const Flags& flags);
+int KvClientMain(const Flags& flags);
+int AgentMemoryBench(const Flags& flags);
+int AgentMain(const Flags& flags);
+int FailureBench(const Flags& flags);
+int FailureWorkerMain(const Flags& flags);
 }  // namespace distrun::bench
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure [--flag value ...]\n"
+    "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
+
+int Dispatch(const std::string& which, int argc, char** argv) {
+  using distrun::bench::Flags;
+  const std::string default_distrun = "build/release/distrun";
+  if (which == "detect") {
+    Flags f(argc, argv, 2, {"distrun", "runs"});
+    int runs = static_cast<int>(f.Int("runs", 200));
+    return distrun::bench::DetectStartupBench(f.Get("distrun", default_distrun), runs > 0 ? runs : 200);
+  }
+  if (which == "launch") {
+    Flags f(argc, argv, 2, {"distrun", "runs", "nproc"});
+    int runs = static_cast<int>(f.Int("runs", 200));
+    int nproc = static_cast<int>(f.Int("nproc", 8));
+    return distrun::bench::LaunchBench(f.Get("distrun", default_distrun), runs > 0 ? runs : 200,
+                                       nproc > 0 ? nproc : 8);
+  }
+  if (which == "rendezvous") {
+    return distrun::bench::RendezvousBench(Flags(argc, argv, 2,
+                                                 {"agents", "agents-per-connection", "threads",
+                                                  "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
+  }
+  if (which == "coordinator") {
+    return distrun::bench::CoordinatorMain(Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms"}));
+  }
+  if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
+  if (which == "kv-client") {
+    return distrun::bench::KvClientMain(Flags(argc, argv, 2, {"address", "id", "seconds", "start-ns"}));
+  }
+  if (which == "agent-memory") {
+    return distrun::bench::AgentMemoryBench(Flags(argc, argv, 2, {"distrun"}));
+  }
+  if (which == "agent") return distrun::bench::AgentMain(Flags(argc, argv, 2, {"address"}));
+  if (which == "failure") {
+    return distrun::bench::FailureBench(Flags(argc, argv, 2, {"distrun", "runs", "nproc"}));
+  }
+  if (which == "failure-worker") {
+    return distrun::bench::FailureWorkerMain(Flags(argc, argv, 2, {"dir", "fail-rank", "nproc"}));
+  }
+  std::fprintf(stderr, "distrun-bench: unknown benchmark '%s'\n%s", which.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: distrun-bench detect|launch [--distrun PATH] [--runs N] [--nproc N]\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
-  std::string which = argv[1];
-  std::string distrun = "build/release/distrun";
-  int runs = 200;
-  int nproc = 8;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "--distrun")
-      distrun = argv[i + 1];
-    else if (flag == "--runs")
-      runs = std::atoi(argv[i + 1]);
-    else if (flag == "--nproc")
-      nproc = std::atoi(argv[i + 1]);
-    else {
-      std::fprintf(stderr, "distrun-bench: unknown flag %s\n", flag.c_str());
-      return 2;
-    }
-  }
   try {
-    if (which == "detect") return distrun::bench::DetectStartupBench(distrun, runs > 0 ? runs : 200);
-    if (which == "launch")
-      return distrun::bench::LaunchBench(distrun, runs > 0 ? runs : 200, nproc > 0 ? nproc : 8);
+    return Dispatch(argv[1], argc, argv);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "distrun-bench: %s\n%s", e.what(), kUsage);
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distrun-bench: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "distrun-bench: unknown benchmark '%s'; use detect or launch\n", which.c_str());
-  return 2;
 }

@@ -1,5 +1,6 @@
 #include "runtime/grpc_client.h"
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 
 #include <mutex>
@@ -87,15 +88,22 @@ class Stream final : public LivenessStream {
 class GrpcClient::Impl {
  public:
   explicit Impl(GrpcClientConfig config) : config_(std::move(config)) {
+    // As in grpc_server.cc: Debian's abseil tracks lock order on every lock unless told not to.
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
     args.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
     // *_proxy variables must not route the job's own traffic through a proxy (a known gRPC hang).
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
-    // Agents often start before the coordinator listens: retry the connection quickly.
+    // No bandwidth-delay probing pings: see grpc_server.cc.
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    // Agents often start before the coordinator listens: retry a refused connection quickly.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // Despite its name, gRPC takes this as the time one connection attempt may last. A coordinator busy
+    // with thousands of agents' handshakes needs more than a backoff's 100 ms; attempts given up are
+    // retried and pile up on it (10,000 agents starting at once never finished). gRPC's default.
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20'000);
     channel_ = grpc::CreateCustomChannel(config_.address, grpc::InsecureChannelCredentials(), args);
     stub_ = v1::Coordination::NewStub(channel_);
   }

@@ -1,9 +1,11 @@
 #include "runtime/grpc_server.h"
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -80,6 +82,10 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       throw UsageError("in local mode the runtime listens on loopback only, but its address is '" +
                        config_.address + "'; use 127.0.0.1 or ::1");
     }
+    // Debian builds abseil without NDEBUG, so every absl::Mutex lock inside gRPC also updates a process-wide
+    // lock-order graph under one global lock: 13% of the coordinator's CPU at 2,000 agents. It is a
+    // debugging aid; gRPC's own builds run without it.
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     grpc::ServerBuilder builder;
     // gRPC sets SO_REUSEPORT by default: a second service (another job, a node started twice) would then
     // share the port and split the agents between two jobs instead of failing.
@@ -88,6 +94,15 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     builder.RegisterService(this);
     builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
     builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+    // Bandwidth-delay probing pings every new connection to size flow-control windows for bulk transfers;
+    // coordination messages are small. Off (here and in every client) it saves a third of the
+    // coordinator's sendmsg calls per joining agent (strace: 10.9 → 7.0 at 500 agents).
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    // No keepalive pings from the server (gRPC's default: every 2 hours): agents' heartbeats already catch
+    // a silent peer, and each connection's keepalive timer is one more entry in gRPC's timer list, which
+    // Debian's build (asserts on) checks by walking a hash chain: 3% of the coordinator's CPU at 10,000
+    // agents.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
     server_ = builder.BuildAndStart();
     if (!server_ || port_ == 0) {
       throw std::runtime_error("the runtime cannot listen on " + config_.address +

@@ -5,16 +5,20 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "detect/errors.h"
@@ -81,6 +85,78 @@ bool Answered(LivenessStream& stream, EventLog& events) {
   }
   return false;
 }
+
+// Forwards loopback connections to a server, each only after `delay`: a coordinator too busy with other
+// agents' handshakes to answer a new connection at once.
+class SlowProxy {
+ public:
+  SlowProxy(int target_port, std::chrono::milliseconds delay) : target_port_(target_port), delay_(delay) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in addr = Loopback(0);
+    socklen_t len = sizeof addr;
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listen_fd_, 16) != 0 ||
+        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("proxy cannot listen");
+    }
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+  ~SlowProxy() {
+    stop_ = true;
+    acceptor_.join();
+    for (auto& t : pumps_) t.join();
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+  int connections() const { return connections_.load(); }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return addr;
+  }
+  void Accept() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      ++connections_;
+      pumps_.emplace_back([this, fd] { Pump(fd); });
+    }
+  }
+  void Pump(int client) {
+    auto until = std::chrono::steady_clock::now() + delay_;
+    while (!stop_ && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+    int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr = Loopback(target_port_);
+    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      char buf[16384];
+      while (!stop_) {
+        pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+        if (::poll(p, 2, 20) <= 0) continue;
+        int from = (p[0].revents != 0) ? client : server;
+        ssize_t n = ::read(from, buf, sizeof buf);
+        if (n <= 0 || ::write(from == client ? server : client, buf, static_cast<size_t>(n)) != n) break;
+      }
+    }
+    ::close(server);
+    ::close(client);
+  }
+
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int target_port_;
+  std::chrono::milliseconds delay_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::thread acceptor_;
+  std::vector<std::thread> pumps_;  // only the acceptor adds to it, and it is joined first
+};
 
 class GrpcTest : public ::testing::Test {
  protected:
@@ -371,6 +447,73 @@ TEST_F(GrpcTest, UnreachableCoordinatorIsNamed) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message.find("cannot reach the distrun runtime at 127.0.0.1:1"), std::string::npos)
       << s.message;
+}
+
+// Without bandwidth-delay probing the flow-control windows stay at their initial size; messages many
+// windows long must still get through, also several at once.
+TEST_F(GrpcTest, LargeValuesGetThroughWithoutBandwidthProbing) {
+  StartServer(1, /*max_message_bytes=*/2 << 20);
+  auto c = Client();
+  const std::string big(1 << 20, 'b');  // the service's largest value: 16 initial windows
+  ASSERT_TRUE(c->KvSet("big", big).ok());
+  std::vector<std::future<bool>> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.push_back(std::async(std::launch::async, [this, &big] {
+      std::string v;
+      return Client()->KvGet("big", 5s, &v).ok() && v == big;
+    }));
+  }
+  for (auto& r : readers) EXPECT_TRUE(r.get());
+}
+
+// A connection whose handshake is slow is waited for, not given up and made again: given-up attempts
+// pile up on a coordinator that is slow because thousands of agents connect at once.
+TEST_F(GrpcTest, SlowHandshakeIsWaitedForNotRetried) {
+  StartServer(1);
+  SlowProxy proxy(server->port(), 600ms);
+  GrpcClientConfig cc;
+  cc.address = "127.0.0.1:" + std::to_string(proxy.port());
+  cc.token = kToken;
+  cc.call_timeout = 10s;
+  GrpcClient c(cc);
+  Status s = c.KvSet("k", "v");
+  EXPECT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(proxy.connections(), 1);
+}
+
+// Rendezvous of many agents over the transport: each opens its stream, is answered, joins; every
+// assignment is distinct and the counts agree.
+TEST_F(GrpcTest, ManyAgentsRendezvous) {
+  constexpr int kNodes = 24;
+  StartServer(kNodes);
+  std::vector<std::unique_ptr<GrpcClient>> clients;
+  std::vector<std::unique_ptr<EventLog>> logs;
+  std::vector<std::unique_ptr<LivenessStream>> streams;
+  for (int i = 0; i < kNodes; ++i) {
+    clients.push_back(Client());
+    logs.push_back(std::make_unique<EventLog>());
+    streams.push_back(clients.back()->OpenLiveness(i, logs.back()->Sink(), logs.back()->Closed()));
+  }
+  for (int i = 0; i < kNodes; ++i)
+    ASSERT_TRUE(Answered(*streams[static_cast<size_t>(i)], *logs[static_cast<size_t>(i)]));
+  std::vector<std::future<std::pair<Status, NodeAssignment>>> joins;
+  for (int i = kNodes - 1; i >= 0; --i) {  // in reverse rank order
+    joins.push_back(std::async(std::launch::async, [this, i, c = clients[static_cast<size_t>(i)].get()] {
+      NodeAssignment a;
+      Status s = c->Join(Node(i, kNodes, 2), 10s, &a);
+      return std::make_pair(s, a);
+    }));
+  }
+  std::set<int> offsets;
+  for (auto& j : joins) {
+    auto [status, a] = j.get();
+    ASSERT_TRUE(status.ok()) << status.message;
+    EXPECT_EQ(a.num_processes, 2 * kNodes);
+    EXPECT_EQ(a.rank_offset, 2 * a.node_rank);
+    offsets.insert(a.rank_offset);
+  }
+  EXPECT_EQ(offsets.size(), static_cast<size_t>(kNodes));
+  EXPECT_EQ(service->State(), JobState::kRunning);
 }
 
 TEST(RuntimeAddressTest, SplitHostPortAndLoopback) {

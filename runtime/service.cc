@@ -17,14 +17,16 @@ std::string Seconds(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + "ms";
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
+// `total` counts names beyond those given (callers stop naming at kMaxNamesInMessage).
+std::string JoinNames(const std::vector<std::string>& names, size_t total) {
   std::string out;
-  for (size_t i = 0; i < names.size() && i < kMaxNamesInMessage; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > kMaxNamesInMessage) {
-    out += " and " + std::to_string(names.size() - kMaxNamesInMessage) + " more";
-  }
+  size_t shown = std::min(names.size(), kMaxNamesInMessage);
+  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + names[i];
+  if (total > shown) out += " and " + std::to_string(total - shown) + " more";
   return out;
 }
+
+std::string JoinNames(const std::vector<std::string>& names) { return JoinNames(names, names.size()); }
 
 std::optional<int64_t> ParseInt64(const std::string& text) {
   int64_t value = 0;
@@ -68,14 +70,24 @@ std::string CoordinationService::NodeName(int node_rank) const {
 
 std::string CoordinationService::WorkerName(int process_id) const {
   std::string name = "rank " + std::to_string(process_id);
-  for (const NodeAssignment& a : assignments_) {
-    const NodeState& node = nodes_[static_cast<size_t>(a.node_rank)];
+  // Offsets ascend with the node rank: the worker's node is the last one starting at or before it that
+  // has workers (nodes without workers share the next node's offset).
+  auto it = std::upper_bound(assignments_.begin(), assignments_.end(), process_id,
+                             [](int id, const NodeAssignment& a) { return id < a.rank_offset; });
+  while (it != assignments_.begin()) {
+    --it;
+    const NodeState& node = nodes_[static_cast<size_t>(it->node_rank)];
     int workers = node.join ? node.join->local_workers : 0;
-    if (process_id >= a.rank_offset && process_id < a.rank_offset + workers) {
-      return name + " on " + NodeName(a.node_rank);
-    }
+    if (workers == 0) continue;
+    if (process_id < it->rank_offset + workers) return name + " on " + NodeName(it->node_rank);
+    break;
   }
   return name;
+}
+
+void CoordinationService::SetHeartbeatDeadline(NodeState& node) {
+  node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
+  earliest_heartbeat_deadline_ = std::min(earliest_heartbeat_deadline_, *node.heartbeat_deadline);
 }
 
 std::string CoordinationService::MissingNodes() const {
@@ -94,9 +106,7 @@ size_t CoordinationService::AttachedAgents() const {
 std::string CoordinationService::RendezvousProgress() const {
   std::lock_guard lock(mu_);
   if (state_ != JobState::kRendezvous) return {};
-  int joined = static_cast<int>(
-      std::count_if(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.join.has_value(); }));
-  return "waiting for " + std::to_string(joined) + " of " + std::to_string(config_.num_nodes) +
+  return "waiting for " + std::to_string(joined_) + " of " + std::to_string(config_.num_nodes) +
          " nodes; missing: " + MissingNodes();
 }
 
@@ -151,9 +161,9 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
       } else {
         node.join = join;
         node.join_done = std::move(done);
-        if (!node.stream) node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
-        bool all = std::all_of(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.join; });
-        if (all) CompleteRendezvous(completions);
+        if (!node.stream) SetHeartbeatDeadline(node);
+        // Counted, not scanned: a scan per join is quadratic in the node count.
+        if (++joined_ == config_.num_nodes) CompleteRendezvous(completions);
       }
     }
   }
@@ -225,7 +235,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   }
   uint64_t id = next_id_++;
   node.stream = id;
-  node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
+  SetHeartbeatDeadline(node);
   streams_[id] = node_rank;
   if (final_event_) sink(*final_event_);
   sinks_[id] = std::move(sink);
@@ -237,6 +247,7 @@ void CoordinationService::Heartbeat(uint64_t stream_id) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
+  // Later than the deadline it replaces, so the earliest deadline stays a lower bound.
   nodes_[static_cast<size_t>(it->second)].heartbeat_deadline = Now() + config_.heartbeat_timeout;
   sinks_[stream_id](JobEvent{});
 }
@@ -293,6 +304,10 @@ void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_
       n.join.reset();
       n.succeeded = false;
     }
+    joined_ = 0;
+    succeeded_ = 0;
+    // Nodes that had succeeded are watched again: their deadlines count from now on.
+    earliest_heartbeat_deadline_ = Clock::time_point::min();
     assignments_.clear();
     state_ = JobState::kRendezvous;
     round_deadline_ = Now() + config_.initialization_timeout;
@@ -339,8 +354,12 @@ Status CoordinationService::ReportSuccess(int node_rank, int restart_round) {
                                               std::to_string(config_.num_nodes - 1)};
   }
   if (restart_round != round_ || state_ != JobState::kRunning) return Status::Ok();
-  nodes_[static_cast<size_t>(node_rank)].succeeded = true;
-  if (std::all_of(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.succeeded; })) {
+  NodeState& node = nodes_[static_cast<size_t>(node_rank)];
+  if (!node.succeeded) {
+    node.succeeded = true;
+    ++succeeded_;
+  }
+  if (succeeded_ == config_.num_nodes) {
     state_ = JobState::kSucceeded;
     exit_code_ = 0;
     JobEvent event;
@@ -418,6 +437,7 @@ void CoordinationService::KvGet(const std::string& key, std::chrono::millisecond
       completions.push_back([done = std::move(done), value = it->second] { done(Status::Ok(), value); });
     } else {
       auto deadline = Now() + std::min(timeout, config_.max_wait);
+      earliest_kv_deadline_ = std::min(earliest_kv_deadline_, deadline);
       kv_waiters_[key].push_back(KvWaiter{next_id_++, deadline, std::move(done)});
     }
   }
@@ -565,7 +585,9 @@ void CoordinationService::Barrier(const std::string& name, int process_id, int c
       } else if (b.arrived.count(process_id)) {
         fail(StatusCode::kAlreadyExists, who + " arrived twice at barrier '" + name + "'");
       } else {
-        b.arrived[process_id] = BarrierWaiter{Now() + std::min(timeout, config_.max_wait), std::move(done)};
+        auto deadline = Now() + std::min(timeout, config_.max_wait);
+        b.earliest_deadline = std::min(b.earliest_deadline, deadline);
+        b.arrived[process_id] = BarrierWaiter{deadline, std::move(done)};
         if (static_cast<int>(b.arrived.size()) >= b.count) {
           for (auto& [id, w] : b.arrived) completions.push_back([d = std::move(w.done)] { d(Status::Ok()); });
           barriers_.erase(it);  // the name can be used again
@@ -597,10 +619,8 @@ void CoordinationService::Tick() {
     std::lock_guard lock(mu_);
     const auto now = Now();
     if (state_ == JobState::kRendezvous && now >= round_deadline_) {
-      int joined = static_cast<int>(
-          std::count_if(nodes_.begin(), nodes_.end(), [](const NodeState& n) { return n.join.has_value(); }));
       std::string message = "rendezvous timed out after " + Seconds(config_.initialization_timeout) +
-                            " (--initialization-timeout): " + std::to_string(joined) + " of " +
+                            " (--initialization-timeout): " + std::to_string(joined_) + " of " +
                             std::to_string(config_.num_nodes) + " nodes joined; missing: " + MissingNodes();
       FailedWorker f;
       f.node_rank = -1;
@@ -621,44 +641,38 @@ void CoordinationService::Tick() {
       FailAllWaits({StatusCode::kAborted, message}, completions);
       Broadcast(event);
     }
-    for (int i = 0; i < config_.num_nodes; ++i) {
-      NodeState& n = nodes_[static_cast<size_t>(i)];
-      if (n.heartbeat_deadline && now >= *n.heartbeat_deadline && !n.succeeded) {
-        n.heartbeat_deadline.reset();
-        LoseNode(i, "no heartbeat for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
-                 completions);
-      }
-    }
-    for (auto it = kv_waiters_.begin(); it != kv_waiters_.end();) {
-      auto& waiters = it->second;
-      for (auto w = waiters.begin(); w != waiters.end();) {
-        if (now >= w->deadline) {
-          completions.push_back([done = std::move(w->done), key = it->first] {
-            done({StatusCode::kDeadlineExceeded, "key '" + key + "' was not set before the timeout"}, {});
-          });
-          w = waiters.erase(w);
+    // Scans run only once the earliest deadline passed: a scan every tick costs O(nodes) under the lock.
+    if (now >= earliest_heartbeat_deadline_) {
+      earliest_heartbeat_deadline_ = Clock::time_point::max();
+      for (int i = 0; i < config_.num_nodes; ++i) {
+        NodeState& n = nodes_[static_cast<size_t>(i)];
+        if (!n.heartbeat_deadline || n.succeeded) continue;
+        if (now >= *n.heartbeat_deadline) {
+          n.heartbeat_deadline.reset();
+          LoseNode(i, "no heartbeat for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
+                   completions);
         } else {
-          ++w;
+          earliest_heartbeat_deadline_ = std::min(earliest_heartbeat_deadline_, *n.heartbeat_deadline);
         }
       }
-      it = waiters.empty() ? kv_waiters_.erase(it) : std::next(it);
     }
+    if (now >= earliest_kv_deadline_) ExpireKvWaits(now, completions);
     for (auto it = barriers_.begin(); it != barriers_.end();) {
       BarrierState& b = it->second;
-      bool expired = std::any_of(b.arrived.begin(), b.arrived.end(),
-                                 [&](const auto& entry) { return now >= entry.second.deadline; });
-      if (!expired) {
+      if (now < b.earliest_deadline) {
         ++it;
         continue;
       }
       std::string message = "barrier '" + it->first + "' timed out: " + std::to_string(b.arrived.size()) +
                             " of " + std::to_string(b.count) + " arrived";
       if (b.all_workers) {
+        // Names only as many as the message shows; the rest is a count.
         std::vector<std::string> missing;
-        for (int p = 0; p < b.count; ++p) {
+        size_t missing_count = static_cast<size_t>(b.count) - b.arrived.size();
+        for (int p = 0; p < b.count && missing.size() < kMaxNamesInMessage; ++p) {
           if (!b.arrived.count(p)) missing.push_back(WorkerName(p));
         }
-        message += "; missing: " + JoinNames(missing);
+        message += "; missing: " + JoinNames(missing, missing_count);
       }
       // A barrier fails for everyone at once, so no participant passes it while another gave up.
       for (auto& [id, w] : b.arrived) {
@@ -669,6 +683,25 @@ void CoordinationService::Tick() {
     }
   }
   Run(completions);
+}
+
+void CoordinationService::ExpireKvWaits(Clock::time_point now, Completions& completions) {
+  earliest_kv_deadline_ = Clock::time_point::max();
+  for (auto it = kv_waiters_.begin(); it != kv_waiters_.end();) {
+    auto& waiters = it->second;
+    for (auto w = waiters.begin(); w != waiters.end();) {
+      if (now >= w->deadline) {
+        completions.push_back([done = std::move(w->done), key = it->first] {
+          done({StatusCode::kDeadlineExceeded, "key '" + key + "' was not set before the timeout"}, {});
+        });
+        w = waiters.erase(w);
+      } else {
+        earliest_kv_deadline_ = std::min(earliest_kv_deadline_, w->deadline);
+        ++w;
+      }
+    }
+    it = waiters.empty() ? kv_waiters_.erase(it) : std::next(it);
+  }
 }
 
 void CoordinationService::Shutdown() {

@@ -125,6 +125,7 @@ class CoordinationService {
     bool all_workers = false;
     int first_process = 0;  // who set the count, for messages
     std::map<int, BarrierWaiter> arrived;
+    Clock::time_point earliest_deadline = Clock::time_point::max();  // of `arrived`
   };
 
   Clock::time_point Now() const;
@@ -132,6 +133,8 @@ class CoordinationService {
   std::string NodeName(int node_rank) const;
   std::string WorkerName(int process_id) const;
   std::string MissingNodes() const;
+  void SetHeartbeatDeadline(NodeState& node);
+  void ExpireKvWaits(Clock::time_point now, Completions& completions);
   Status ValidateKey(const std::string& key) const;
   Status StoreValue(const std::string& key, const std::string& value, Completions& completions);
   void CompleteRendezvous(Completions& completions);
@@ -149,6 +152,11 @@ class CoordinationService {
   int round_ = 0;
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;
+  int joined_ = 0;     // nodes with a join this round
+  int succeeded_ = 0;  // nodes that reported success this round
+  // Lower bounds of the heartbeat and key-value wait deadlines, so that Tick scans only when one passed.
+  Clock::time_point earliest_heartbeat_deadline_ = Clock::time_point::max();
+  Clock::time_point earliest_kv_deadline_ = Clock::time_point::max();
   std::map<uint64_t, int> streams_;  // stream id → node rank
   std::map<uint64_t, EventSink> sinks_;
   uint64_t next_id_ = 1;

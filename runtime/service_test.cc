@@ -523,6 +523,99 @@ TEST_F(ServiceTest, ShutdownEndsPendingWaits) {
   EXPECT_EQ(kv->code, StatusCode::kUnavailable);
 }
 
+TEST_F(ServiceTest, SuccessReportedTwiceCountsOnce) {
+  auto s = Make(2);
+  Join(*s, Node(0, 2, 1));
+  Join(*s, Node(1, 2, 1));
+  ASSERT_TRUE(s->ReportSuccess(0, 0).ok());
+  ASSERT_TRUE(s->ReportSuccess(0, 0).ok());
+  EXPECT_EQ(s->State(), JobState::kRunning);
+  ASSERT_TRUE(s->ReportSuccess(1, 0).ok());
+  EXPECT_EQ(s->State(), JobState::kSucceeded);
+}
+
+// Tick looks at heartbeat deadlines only once the earliest one passed; a heartbeat moves a deadline later,
+// so every node's own deadline must still be honoured.
+TEST_F(ServiceTest, EveryNodesHeartbeatDeadlineIsHonoured) {
+  auto s = Make(2);
+  auto a0 = Attach(*s, 0);
+  auto a1 = Attach(*s, 1);
+  Join(*s, Node(0, 2, 1));
+  Join(*s, Node(1, 2, 1));
+  clock.Advance(6s);
+  s->Heartbeat(a0.id);
+  s->Heartbeat(a1.id);
+  clock.Advance(5s);  // past the first deadlines, which both heartbeats moved
+  s->Tick();
+  EXPECT_EQ(s->State(), JobState::kRunning);
+  clock.Advance(4s);
+  s->Heartbeat(a0.id);
+  clock.Advance(1s);  // node 1's deadline (6s + 10s) passed; node 0's did not
+  s->Tick();
+  EXPECT_EQ(s->State(), JobState::kStopped);
+  EXPECT_EQ(s->RootCause()->node_rank, 1);
+}
+
+TEST_F(ServiceTest, NodeThatHadSucceededIsWatchedAgainAfterARestart) {
+  auto s = Make(2, /*max_restarts=*/1);
+  auto a0 = Attach(*s, 0);
+  Attach(*s, 1);
+  Join(*s, Node(0, 2, 1));
+  Join(*s, Node(1, 2, 1));
+  ASSERT_TRUE(s->ReportSuccess(1, 0).ok());
+  clock.Advance(11s);  // node 1 is done and stops heartbeating; that is no failure
+  s->Heartbeat(a0.id);
+  s->Tick();
+  EXPECT_EQ(s->State(), JobState::kRunning);
+  bool root = false;
+  ASSERT_TRUE(s->ReportFailure(0, FailedWorker{0, "host-a", 0, 3, "exited with code 3"}, &root).ok());
+  EXPECT_EQ(s->State(), JobState::kRendezvous);
+  s->Tick();  // node 1 must rejoin, but has been silent past its deadline
+  EXPECT_EQ(s->State(), JobState::kStopped);
+  EXPECT_EQ(s->RootCause()->node_rank, 1);
+}
+
+TEST_F(ServiceTest, KeyValueWaitsEndEachAtItsOwnDeadline) {
+  auto s = Make(1);
+  std::optional<Status> a, b, c;
+  s->KvGet("a", 1s, [&](const Status& st, const std::string&) { a = st; });
+  s->KvGet("b", 3s, [&](const Status& st, const std::string&) { b = st; });
+  clock.Advance(1500ms);
+  s->Tick();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->code, StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(b);
+  s->KvGet("c", 1s, [&](const Status& st, const std::string&) { c = st; });
+  clock.Advance(1000ms);
+  s->Tick();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->code, StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(b);
+  clock.Advance(1000ms);
+  s->Tick();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->code, StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(ServiceTest, BarrierTimeoutNamesTheFirstMissingWorkersAndCountsTheRest) {
+  auto s = Make(3);
+  Join(*s, Node(0, 3, 5));
+  Join(*s, Node(1, 3, 0));  // no workers: its offset is node 2's
+  Join(*s, Node(2, 3, 10));
+  std::optional<Status> first, last;
+  s->Barrier("big", 0, 0, 5s, [&](const Status& st) { first = st; });
+  s->Barrier("big", 14, 0, 2s, [&](const Status& st) { last = st; });
+  clock.Advance(2s);  // the earliest deadline of any participant ends the barrier for all
+  s->Tick();
+  ASSERT_TRUE(first && last);
+  EXPECT_EQ(first->code, StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(
+      first->message,
+      "barrier 'big' timed out: 2 of 15 arrived; missing: rank 1 on node 0 (host-a), rank 2 on node 0 "
+      "(host-a), rank 3 on node 0 (host-a), rank 4 on node 0 (host-a), rank 5 on node 2 (host-c), rank 6 on "
+      "node 2 (host-c), rank 7 on node 2 (host-c), rank 8 on node 2 (host-c) and 5 more");
+}
+
 TEST_F(ServiceTest, RejectsImpossibleConfig) {
   ServiceConfig c;
   c.num_nodes = 0;

@@ -123,7 +123,9 @@ class MultiAgent(LaunchCase):
     def test_restarts_start_every_nodes_workers_again(self):
         nodes = self.start_nodes(
             [1, 2], 'echo "round $DISTRUN_RESTART_COUNT rank $RANK" >> $OUT/log-$RANK; '
-                    'if [ $RANK = 2 ] && [ $DISTRUN_RESTART_COUNT = 0 ]; then exit 3; fi; '
+                    # Rank 2 fails once every round-0 worker has logged, so none is stopped before it ran.
+                    'if [ $RANK = 2 ] && [ $DISTRUN_RESTART_COUNT = 0 ]; then '
+                    'while [ ! -s $OUT/log-0 ] || [ ! -s $OUT/log-1 ]; do sleep 0.05; done; exit 3; fi; '
                     'if [ $DISTRUN_RESTART_COUNT = 0 ]; then sleep 60; fi; echo ok',
             "--max-restarts", "2")
         results = self.finish(nodes)

@@ -1,0 +1,151 @@
+#include "coordinator_process.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/grpc_server.h"
+#include "runtime/service.h"
+
+extern char** environ;
+
+namespace distrun::bench {
+
+std::string ReadLine(int fd, double timeout_s) {
+  std::string line;
+  const double deadline = MonotonicSeconds() + timeout_s;
+  while (true) {
+    double left = deadline - MonotonicSeconds();
+    if (left <= 0) return {};
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(std::min(left, 3600.0) * 1000) + 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return {};
+    char c = 0;
+    ssize_t r = ::read(fd, &c, 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return {};
+    if (c == '\n') return line;
+    line += c;
+  }
+}
+
+CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::vector<std::string> argv = {SelfPath(),
+                                   "coordinator",
+                                   "--nodes",
+                                   std::to_string(options.nodes),
+                                   "--heartbeat-timeout-ms",
+                                   std::to_string(options.heartbeat_timeout_ms)};
+  // A wrapper for diagnosis (valgrind --tool=massif, ...): it must run the coordinator in its own pid.
+  if (const char* wrap = std::getenv("DISTRUN_BENCH_COORDINATOR_WRAPPER")) {
+    std::istringstream words(wrap);
+    std::vector<std::string> prefix;
+    for (std::string w; words >> w;) prefix.push_back(w);
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
+  }
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  int rc = ::posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in[0]);
+  ::close(out[1]);
+  to_child_ = in[1];
+  from_child_ = out[0];
+  if (rc != 0) {
+    ::close(to_child_);
+    ::close(from_child_);
+    throw std::runtime_error("cannot start the coordinator process: " + std::string(std::strerror(rc)));
+  }
+  std::string line = ReadLine(from_child_, 30);
+  if (!line.starts_with("port ")) {
+    Stop();
+    throw std::runtime_error("the coordinator process did not start (said '" + line + "')");
+  }
+  address_ = "127.0.0.1:" + line.substr(5);
+}
+
+CoordinatorProcess::~CoordinatorProcess() { Stop(); }
+
+HeapStats CoordinatorProcess::Heap() const {
+  HeapStats h;
+  if (::write(to_child_, "heap\n", 5) != 5) return h;
+  std::string line = ReadLine(from_child_, 30);
+  if (std::sscanf(line.c_str(), "heap %lld %lld", &h.in_use, &h.held) != 2) h = HeapStats{};
+  return h;
+}
+
+double CoordinatorProcess::Stop() {
+  if (stopped_) return -1;
+  stopped_ = true;
+  ::close(to_child_);
+  std::string line = ReadLine(from_child_, 60);
+  ::close(from_child_);
+  double seconds = line.starts_with("shutdown_s ") ? std::stod(line.substr(11)) : -1;
+  if (line.empty()) ::kill(pid_, SIGKILL);  // only our own child, by its pid
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  return seconds;
+}
+
+int CoordinatorMain(const Flags& flags) {
+  // One descriptor per connection; the simulated agents may open tens of thousands.
+  RaiseFdLimit(1 << 20);
+  ::signal(SIGPIPE, SIG_IGN);
+  ServiceConfig sc;
+  sc.num_nodes = static_cast<int>(flags.Int("nodes", 1));
+  sc.run_id = "bench";
+  sc.initialization_timeout = std::chrono::milliseconds(3'600'000);
+  sc.heartbeat_timeout = std::chrono::milliseconds(flags.Int("heartbeat-timeout-ms", 100'000));
+  auto service = std::make_unique<CoordinationService>(sc);
+  GrpcServerConfig gc;
+  gc.address = "127.0.0.1:0";
+  gc.loopback_only = true;
+  gc.token = kBenchToken;
+  gc.log = std::make_shared<spdlog::logger>("coordinator", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto server = std::make_unique<GrpcServer>(*service, gc);
+  std::printf("port %d\n", server->port());
+  std::fflush(stdout);
+  // "heap": how much of the heap is in use, apart from what malloc holds free (RSS counts both).
+  for (std::string line; !(line = ReadLine(0, 1e9)).empty();) {
+    if (line == "heap") {
+      struct mallinfo2 m = ::mallinfo2();
+      std::printf("heap %zu %zu\n", m.uordblks + m.hblkhd, m.arena + m.hblkhd);
+      std::fflush(stdout);
+    }
+  }
+  double start = MonotonicSeconds();
+  server.reset();
+  service.reset();
+  std::printf("shutdown_s %.6f\n", MonotonicSeconds() - start);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace distrun::bench

@@ -1,0 +1,63 @@
+#pragma once
+// The coordination service (CoordinationService + GrpcServer, as distrun hosts it) in a process of its own,
+// so that benchmarks measure its memory and CPU apart from the simulated agents and clients that load it.
+// The child is this program run as `distrun-bench coordinator`, under DISTRUN_BENCH_COORDINATOR_WRAPPER
+// (words, e.g. "valgrind --tool=massif") when that is set.
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "flags.h"
+#include "proc_stats.h"
+
+namespace distrun::bench {
+
+inline constexpr char kBenchToken[] = "distrun-bench-token";
+
+struct CoordinatorOptions {
+  int nodes = 1;
+  int heartbeat_timeout_ms = 100'000;  // the service's default
+};
+
+// malloc's view of the coordinator's heap (mallinfo2), bytes.
+struct HeapStats {
+  long long in_use = 0;  // allocated and not freed
+  long long held = 0;    // taken from the system, in use or free
+};
+
+class CoordinatorProcess {
+ public:
+  // Starts the child and waits until it listens; throws std::runtime_error when it does not.
+  explicit CoordinatorProcess(const CoordinatorOptions& options);
+  // Stops the child (SIGKILL if it does not end within 60 s).
+  ~CoordinatorProcess();
+  CoordinatorProcess(const CoordinatorProcess&) = delete;
+  CoordinatorProcess& operator=(const CoordinatorProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::string& address() const { return address_; }
+  MemoryStats Memory() const { return ReadMemory(pid_); }
+  double CpuSeconds() const { return ReadCpuSeconds(pid_); }
+  HeapStats Heap() const;
+
+  // Closes the child's stdin, which makes it shut the server down; returns the seconds the shutdown took
+  // (as the child measured it), or -1 when it did not say.
+  double Stop();
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string address_;
+  bool stopped_ = false;
+};
+
+// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS]`: serves on 127.0.0.1:0, prints
+// "port P", serves until stdin closes, then prints "shutdown_s S".
+int CoordinatorMain(const Flags& flags);
+
+// Reads one line from `fd`, waiting up to `timeout_s`; empty at end of file or timeout.
+std::string ReadLine(int fd, double timeout_s);
+
+}  // namespace distrun::bench
