@@ -42,7 +42,8 @@ Invocation Parse(const std::vector<std::string>& args) {
   Invocation inv;
   size_t i = 1;
   if (args[0] == "kv") {
-    if (args.size() < 2) throw UsageError("distrun kv needs an operation: set, get, try-get, wait, add, cas, del or ls");
+    if (args.size() < 2)
+      throw UsageError("distrun kv needs an operation: set, get, try-get, wait, add, cas, del or ls");
     inv.verb = "kv " + args[1];
     i = 2;
     if (args[1] == "-h" || args[1] == "--help") inv.help = true;
@@ -67,7 +68,8 @@ Invocation Parse(const std::vector<std::string>& args) {
       double s = ParseSeconds("--timeout", value);
       inv.timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
     } else if (!options_end && a.starts_with("--")) {
-      throw UsageError(inv.verb + ": unknown option '" + a + "'; the only option is --timeout (put -- before a "
+      throw UsageError(inv.verb + ": unknown option '" + a +
+                       "'; the only option is --timeout (put -- before a "
                        "value that starts with --)");
     } else {
       inv.operands.push_back(a);
@@ -93,10 +95,12 @@ int Fail(const Invocation& inv, Status s, const std::string& address) {
     return kTimeoutExit;
   }
   if (s.code == StatusCode::kUnavailable) {
-    std::fprintf(stderr, "distrun: %s: cannot reach the distrun runtime at %s (%s); is the job still running?\n",
+    std::fprintf(stderr,
+                 "distrun: %s: cannot reach the distrun runtime at %s (%s); is the job still running?\n",
                  inv.verb.c_str(), address.c_str(), what.c_str());
   } else if (s.code == StatusCode::kUnauthenticated) {
-    std::fprintf(stderr, "distrun: %s: the runtime at %s refused the job token; DISTRUN_TOKEN must be the job's\n",
+    std::fprintf(stderr,
+                 "distrun: %s: the runtime at %s refused the job token; DISTRUN_TOKEN must be the job's\n",
                  inv.verb.c_str(), address.c_str());
   } else if (s.code == StatusCode::kInvalidArgument || s.code == StatusCode::kOutOfRange) {
     std::fprintf(stderr, "distrun: %s: %s\n", inv.verb.c_str(), what.c_str());
@@ -131,8 +135,8 @@ int Execute(const Invocation& inv, const Env& env) {
   config.address = get("DISTRUN_COORDINATOR_ADDRESS");
   config.token = get("DISTRUN_TOKEN");
   // --timeout also bounds reaching the service, so that a script's wait is never longer than it asked.
-  config.call_timeout = inv.timeout ? std::clamp(*inv.timeout, std::chrono::milliseconds(100), kCallTimeout)
-                                    : kCallTimeout;
+  config.call_timeout =
+      inv.timeout ? std::clamp(*inv.timeout, std::chrono::milliseconds(100), kCallTimeout) : kCallTimeout;
   if (config.address.empty()) {
     throw UsageError(inv.verb +
                      ": DISTRUN_COORDINATOR_ADDRESS is not set; run this as a worker of distrun "
@@ -162,7 +166,8 @@ int Execute(const Invocation& inv, const Env& env) {
     Arity(inv, 1, SIZE_MAX, "one or more KEYs");
     auto deadline = std::chrono::steady_clock::now() + wait;
     for (const std::string& key : op) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       std::string ignored;
       s = client.KvGet(key, std::max(left, std::chrono::milliseconds(0)), &ignored);
       if (!s.ok()) break;
@@ -198,11 +203,13 @@ int Execute(const Invocation& inv, const Env& env) {
   } else if (inv.verb == "barrier") {
     Arity(inv, 1, 1, "NAME");
     std::string id = get("DISTRUN_PROCESS_ID");
-    if (id.empty()) throw UsageError("barrier: DISTRUN_PROCESS_ID is not set; run this as a worker of distrun");
+    if (id.empty())
+      throw UsageError("barrier: DISTRUN_PROCESS_ID is not set; run this as a worker of distrun");
     int process_id = ParseCount("DISTRUN_PROCESS_ID", id);
     s = client.Barrier(op[0], process_id, 0, wait);
   } else {
-    throw UsageError("'" + inv.verb + "' is not a kv operation; use set, get, try-get, wait, add, cas, del or ls");
+    throw UsageError("'" + inv.verb +
+                     "' is not a kv operation; use set, get, try-get, wait, add, cas, del or ls");
   }
   return s.ok() ? 0 : Fail(inv, s, config.address);
 }

@@ -171,7 +171,9 @@ const std::vector<OptionSpec> kTable = {
      }},
     {"timeout", "SECONDS", "stop the job after this much wall time and exit with code 124 (90s, 2h; 0: none)",
      "0",
-     [](Options& o, const std::string& where, const std::string& v) { o.timeout_s = ParseSeconds(where, v); }},
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.timeout_s = ParseSeconds(where, v);
+     }},
     {"forward-signals", "LIST",
      "signals passed on to every worker without stopping the job: names like USR1,USR2, or none", "USR1,USR2",
      [](Options& o, const std::string& where, const std::string& v) {

@@ -165,7 +165,8 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   sc.num_nodes = num_nodes_;
   sc.max_restarts = options.max_restarts;
   sc.run_id = plan.assignment.run_id;
-  if (plan.layout.mode == LaunchMode::kPerNode && static_cast<int>(plan.topology.hosts.size()) == num_nodes_) {
+  if (plan.layout.mode == LaunchMode::kPerNode &&
+      static_cast<int>(plan.topology.hosts.size()) == num_nodes_) {
     sc.expected_hosts = plan.topology.hosts;
   }
   sc.initialization_timeout = Millis(options.initialization_timeout_s);

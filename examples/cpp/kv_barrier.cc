@@ -61,7 +61,8 @@ int main(int argc, char** argv) {
   const int rank = id != nullptr ? std::atoi(id) : 0;
   const int workers = count != nullptr ? std::atoi(count) : 0;
   if (workers < 1) {
-    std::fprintf(stderr, "kv_barrier: DISTRUN_NUM_PROCESSES='%s' is not a worker count\n", count ? count : "");
+    std::fprintf(stderr, "kv_barrier: DISTRUN_NUM_PROCESSES='%s' is not a worker count\n",
+                 count ? count : "");
     return 2;
   }
 
@@ -72,7 +73,8 @@ int main(int argc, char** argv) {
     return Fail(client.get(), "kv set");
   }
   // 0: every worker of the job. Once through, every worker's key is set.
-  if (distrun_barrier(client.get(), "kv_barrier", 0, kWaitMs) != DISTRUN_OK) return Fail(client.get(), "barrier");
+  if (distrun_barrier(client.get(), "kv_barrier", 0, kWaitMs) != DISTRUN_OK)
+    return Fail(client.get(), "barrier");
 
   std::string line = "rank " + std::to_string(rank) + " of " + std::to_string(workers) + ":";
   for (int other = 0; other < workers; ++other) {
