@@ -47,6 +47,10 @@ class JobLink {
   // Variables every worker gets besides the plan's (the job token), kept out of the plan so that --detect
   // and --dry-run never print them.
   virtual std::vector<std::pair<std::string, std::string>> WorkerSecrets() const = 0;
+
+  // The job is over on this node (its workers are gone). Returns once the rest of the job no longer needs
+  // this node: node 0, which hosts the service, waits (bounded) until the other nodes have heard the end.
+  virtual void Finish() {}
 };
 
 }  // namespace distrun

@@ -138,6 +138,8 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
 
   AgentConfig config;
   config.coordinator_address = worker_address_;
+  // Node 0's agent reaches the service in its own process without a socket; the others connect.
+  if (server_) config.in_process_channel = server_->InProcessChannel();
   config.token = token_;
   config.join.node_rank = node_rank_;
   config.join.num_nodes = num_nodes_;
@@ -197,17 +199,21 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   log_->debug("runtime service listening on {} for {} node(s)", server_->address(), num_nodes_);
 }
 
-RuntimeLink::~RuntimeLink() {
-  if (service_) {
-    JobState state = service_->State();
-    if (state == JobState::kSucceeded || state == JobState::kStopped) {
-      // The others hear the end on their streams and close them; this node's own stream stays till below.
-      auto deadline = std::chrono::steady_clock::now() + kFinalEventWait;
-      while (service_->AttachedAgents() > 1 && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(2ms);
-      }
+void RuntimeLink::Finish() {
+  if (finished_ || !service_) return;
+  finished_ = true;
+  JobState state = service_->State();
+  if (state == JobState::kSucceeded || state == JobState::kStopped) {
+    // The others hear the end on their streams and close them; this node's own stream stays open.
+    auto deadline = std::chrono::steady_clock::now() + kFinalEventWait;
+    while (service_->AttachedAgents() > 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(2ms);
     }
   }
+}
+
+RuntimeLink::~RuntimeLink() {
+  Finish();
   agent_.reset();
   server_.reset();
   service_.reset();

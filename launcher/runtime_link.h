@@ -38,7 +38,7 @@ class RuntimeLink final : public JobLink {
   // service cannot listen, UsageError for a bad token file.
   RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
               std::shared_ptr<spdlog::logger> log);
-  // Node 0 keeps the service up until the other nodes have heard the job's end (bounded), then stops it.
+  // Finishes (below), then stops the agent and the service.
   ~RuntimeLink() override;
 
   JobAssignment Rendezvous(int round, const JobAssignment& provisional) override;
@@ -47,6 +47,8 @@ class RuntimeLink final : public JobLink {
   int event_fd() const override;
   std::vector<JobDecision> TakeDecisions() override;
   std::vector<std::pair<std::string, std::string>> WorkerSecrets() const override;
+  // Node 0 keeps the service up until the other nodes have heard the job's end (bounded).
+  void Finish() override;
 
   // Where workers reach the service (host:port).
   const std::string& worker_address() const { return worker_address_; }
@@ -62,6 +64,7 @@ class RuntimeLink final : public JobLink {
   std::unique_ptr<CoordinationService> service_;
   std::unique_ptr<GrpcServer> server_;
   std::unique_ptr<Agent> agent_;
+  bool finished_ = false;
 };
 
 }  // namespace distrun

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -83,6 +85,46 @@ void Sweep(const std::vector<std::vector<std::string>>& fingerprints, unsigned l
   }
 }
 
+// The sentinel's descriptor for its socket when it is a program of its own.
+constexpr int kProgramFd = 3;
+
+// Starts `program` (distrun-sentinel) as posix_spawn does, in distrun's memory until it execs: distrun is
+// not copied, unlike a fork, and the new program's start runs beside distrun. Returns -1 with errno set.
+pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since) {
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  if (::posix_spawn_file_actions_init(&actions) != 0) return -1;
+  if (::posix_spawnattr_init(&attr) != 0) {
+    ::posix_spawn_file_actions_destroy(&actions);
+    return -1;
+  }
+  // Its own process group at once (a kill of distrun's group must not take it too); the signal mask is
+  // distrun's, so the signals distrun handles stay blocked in it, and a Ctrl-C does not end it.
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  ::posix_spawnattr_setpgroup(&attr, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, fd, kProgramFd);
+  // Whoever reads distrun's stdout must see EOF when distrun ends; stderr stays for its own messages.
+  ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  // Only the socket and stdio: the sentinel must not keep anyone's pipe alive.
+  ::posix_spawn_file_actions_addclosefrom_np(&actions, kProgramFd + 1);
+  std::string fd_text = std::to_string(kProgramFd);
+  std::string since_text = std::to_string(since);
+  char* argv[] = {const_cast<char*>(program.c_str()), fd_text.data(), since_text.data(), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = -1;
+  int error = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv, envp);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
+  if (error != 0) {
+    errno = error;
+    return -1;
+  }
+  return pid;
+}
+
+}  // namespace
+
 [[noreturn]] void RunSentinel(int fd, unsigned long long since) {
   try {
     ::setpgid(0, 0);  // out of distrun's group: a kill of that group must not take the sentinel too
@@ -117,15 +159,36 @@ void Sweep(const std::vector<std::vector<std::string>>& fingerprints, unsigned l
   ::_exit(0);
 }
 
-}  // namespace
+std::string FindSentinelProgram(const std::string& self) {
+  if (self.empty()) return {};
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(self).parent_path();
+  for (const fs::path& candidate :
+       {dir / kSentinelProgram, dir / ".." / "libexec" / "distrun" / kSentinelProgram}) {
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
+  }
+  return {};
+}
 
-Sentinel Sentinel::Start() {
+Sentinel Sentinel::Start(const std::string& program) {
   unsigned long long since = StartTime(std::to_string(::getpid()));
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw std::runtime_error(std::string("cannot start the sentinel: socketpair: ") + std::strerror(errno));
   }
   UniqueFd ours(fds[0]), theirs(fds[1]);
+  if (!program.empty()) {
+    // Above the descriptor the sentinel expects it on, so that the dup2 never meets itself.
+    UniqueFd high(::fcntl(theirs.get(), F_DUPFD_CLOEXEC, kProgramFd + 1));
+    pid_t pid = high ? SpawnProgram(program, high.get(), since) : -1;
+    if (pid > 0) {
+      Sentinel s;
+      s.pid_ = pid;
+      s.to_sentinel_ = std::move(ours);
+      return s;
+    }
+    // A program that cannot be started is not fatal: the fork below does the same work.
+  }
   pid_t pid = ::fork();
   if (pid < 0) {
     throw std::runtime_error(std::string("cannot start the sentinel: fork: ") + std::strerror(errno));
@@ -138,6 +201,8 @@ Sentinel Sentinel::Start() {
     ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
     RunSentinel(fd, since);
   }
+  // Also here, so that the sentinel is out of distrun's group before anything can signal that group.
+  ::setpgid(pid, pid);
   Sentinel s;
   s.pid_ = pid;
   s.to_sentinel_ = std::move(ours);
@@ -147,6 +212,7 @@ Sentinel Sentinel::Start() {
 Sentinel::Sentinel(Sentinel&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       reaped_(other.reaped_),
+      released_(other.released_),
       to_sentinel_(std::move(other.to_sentinel_)) {}
 
 Sentinel& Sentinel::operator=(Sentinel&& other) noexcept {
@@ -154,6 +220,7 @@ Sentinel& Sentinel::operator=(Sentinel&& other) noexcept {
     this->~Sentinel();
     pid_ = std::exchange(other.pid_, -1);
     reaped_ = other.reaped_;
+    released_ = other.released_;
     to_sentinel_ = std::move(other.to_sentinel_);
   }
   return *this;
@@ -169,24 +236,34 @@ Sentinel::~Sentinel() {
   pid_ = -1;
 }
 
-void Sentinel::AddFingerprint(const std::vector<std::string>& entries) {
-  if (!to_sentinel_ || entries.empty()) return;
-  std::string payload;
-  for (const std::string& e : entries) payload.append(e).push_back('\0');
-  payload.pop_back();
-  uint32_t size = static_cast<uint32_t>(payload.size());
-  std::string message(1, kFingerprint);
-  message.append(reinterpret_cast<const char*>(&size), sizeof(size));
-  message += payload;
-  if (!SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
+void Sentinel::AddFingerprints(const std::vector<std::vector<std::string>>& fingerprints) {
+  if (!to_sentinel_) return;
+  // One send for all: each message would otherwise wake the sentinel while the workers start.
+  std::string message;
+  for (const std::vector<std::string>& entries : fingerprints) {
+    if (entries.empty()) continue;
+    std::string payload;
+    for (const std::string& e : entries) payload.append(e).push_back('\0');
+    payload.pop_back();
+    uint32_t size = static_cast<uint32_t>(payload.size());
+    message.push_back(kFingerprint);
+    message.append(reinterpret_cast<const char*>(&size), sizeof(size));
+    message += payload;
+  }
+  if (!message.empty() && !SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
 }
 
-void Sentinel::Dismiss() {
+void Sentinel::Release() {
+  released_ = true;
   if (to_sentinel_) {
     std::string quit(1, kQuit);
     SendAll(to_sentinel_.get(), quit);
   }
   to_sentinel_.Reset();
+}
+
+void Sentinel::Dismiss() {
+  Release();
   if (pid_ > 0 && !reaped_) {
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }

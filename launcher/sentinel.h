@@ -17,11 +17,15 @@
 
 namespace distrun {
 
+inline constexpr const char* kSentinelProgram = "distrun-sentinel";
+
 class Sentinel {
  public:
-  // Forks the sentinel. Call while distrun is single-threaded, after blocking the signals distrun handles
-  // (the sentinel keeps them blocked and so survives a Ctrl-C), and before any worker starts.
-  static Sentinel Start();
+  // Starts the sentinel: `program` (distrun-sentinel, FindSentinelProgram) when given and startable, else a
+  // fork of distrun, which copies distrun's page tables and costs it copy-on-write faults afterwards.
+  // Call while distrun is single-threaded, after blocking the signals distrun handles (the sentinel keeps
+  // them blocked and so survives a Ctrl-C), and before any worker starts.
+  static Sentinel Start(const std::string& program = {});
 
   Sentinel() = default;
   Sentinel(Sentinel&& other) noexcept;
@@ -29,18 +33,31 @@ class Sentinel {
   ~Sentinel();
 
   pid_t pid() const { return pid_; }
-  // Processes whose environment holds every one of these NAME=value entries belong to the job.
-  void AddFingerprint(const std::vector<std::string>& entries);
-  // distrun cleaned up itself: the sentinel exits without killing anything; it is reaped here.
+  // Processes whose environment holds every one of the NAME=value entries of one fingerprint belong to the
+  // job.
+  void AddFingerprints(const std::vector<std::vector<std::string>>& fingerprints);
+  // distrun cleaned up itself and starts nothing more: the sentinel exits without killing anything.
+  void Release();
+  // Release, then reap the sentinel.
   void Dismiss();
+  bool released() const { return released_; }
   // distrun's waitpid(-1) reaped the sentinel (it died early).
   void SetReaped() { reaped_ = true; }
 
  private:
   pid_t pid_ = -1;
   bool reaped_ = false;
+  bool released_ = false;
   UniqueFd to_sentinel_;
 };
+
+// distrun-sentinel for the distrun program at `self`: beside it (a build tree) or in ../libexec/distrun (an
+// installation); empty when neither is there.
+std::string FindSentinelProgram(const std::string& self);
+
+// The sentinel itself: reads fingerprints from `fd` until distrun dismisses it, or, when `fd` closes without
+// that, kills every process started since `since` (clock ticks since boot) that matches one.
+[[noreturn]] void RunSentinel(int fd, unsigned long long since);
 
 // The variables of a worker's environment that identify it: the fingerprint the sentinel matches.
 std::vector<std::string> FingerprintOf(const std::vector<std::pair<std::string, std::string>>& worker_env);

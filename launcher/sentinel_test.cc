@@ -77,11 +77,20 @@ pid_t StartEscapee(const std::string& mark) {
   return n > 0 ? static_cast<pid_t>(std::atol(buf)) : -1;
 }
 
-TEST(SpawnSentinel, DismissedSentinelKillsNothing) {
+// Each behaviour holds for both ways of starting the sentinel: the distrun-sentinel program and a fork.
+class Sentinels : public ::testing::TestWithParam<std::string> {};
+
+INSTANTIATE_TEST_SUITE_P(Start, Sentinels,
+                         ::testing::Values(std::string(DISTRUN_SENTINEL_PROGRAM), std::string()),
+                         [](const auto& param_info) {
+                           return param_info.param.empty() ? "Fork" : "Program";
+                         });
+
+TEST_P(Sentinels, DismissedSentinelKillsNothing) {
   std::string mark = "DISTRUN_SENTINEL_TEST=" + std::to_string(::getpid()) + "-dismissed";
-  Sentinel s = Sentinel::Start();
+  Sentinel s = Sentinel::Start(GetParam());
   ASSERT_GT(s.pid(), 0);
-  s.AddFingerprint({mark});
+  s.AddFingerprints({{mark}});
   pid_t escapee = StartEscapee(mark);
   ASSERT_GT(escapee, 0);
   s.Dismiss();
@@ -90,14 +99,13 @@ TEST(SpawnSentinel, DismissedSentinelKillsNothing) {
   EXPECT_TRUE(EndsWithin(escapee, std::chrono::seconds(5)));
 }
 
-TEST(SpawnSentinel, SentinelSweepsWhenDistrunGoesAwayWithoutDismissing) {
+TEST_P(Sentinels, SentinelSweepsWhenDistrunGoesAwayWithoutDismissing) {
   std::string mark = "DISTRUN_SENTINEL_TEST=" + std::to_string(::getpid()) + "-swept";
   pid_t escapee = -1;
   pid_t unrelated = -1;
   {
-    Sentinel s = Sentinel::Start();
-    s.AddFingerprint({"OTHER=1", mark});
-    s.AddFingerprint({mark});
+    Sentinel s = Sentinel::Start(GetParam());
+    s.AddFingerprints({{"OTHER=1", mark}, {}, {mark}});
     escapee = StartEscapee(mark);
     unrelated = StartEscapee("DISTRUN_SENTINEL_TEST=unrelated");
     ASSERT_GT(escapee, 0);
@@ -107,6 +115,42 @@ TEST(SpawnSentinel, SentinelSweepsWhenDistrunGoesAwayWithoutDismissing) {
   EXPECT_FALSE(Ended(unrelated)) << "only processes with the fingerprint are killed";
   ::kill(unrelated, SIGKILL);
   EXPECT_TRUE(EndsWithin(unrelated, std::chrono::seconds(5)));
+}
+
+TEST_P(Sentinels, KeepsNoDescriptorButItsSocketAndIsInItsOwnGroup) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);  // inherited by anything that does not close it: no close-on-exec
+  Sentinel s = Sentinel::Start(GetParam());
+  ::close(pipe_fds[1]);
+  ASSERT_GT(s.pid(), 0);
+  // The sentinel holds no copy of the pipe's write end: its reader sees EOF at once.
+  char c;
+  EXPECT_EQ(::read(pipe_fds[0], &c, 1), 0);
+  ::close(pipe_fds[0]);
+  EXPECT_EQ(::getpgid(s.pid()), s.pid());
+  s.Dismiss();
+}
+
+TEST(SpawnSentinel, ProgramIsFoundBesideDistrunOrInLibexec) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("distrun-sentinel-find-" + std::to_string(::getpid()));
+  fs::create_directories(root / "bin");
+  fs::create_directories(root / "libexec" / "distrun");
+  EXPECT_EQ(FindSentinelProgram((root / "bin" / "distrun").string()), "");
+  fs::path installed = root / "libexec" / "distrun" / kSentinelProgram;
+  fs::copy_file("/bin/true", installed);
+  EXPECT_EQ(FindSentinelProgram((root / "bin" / "distrun").string()), installed.string());
+  fs::path beside = root / "bin" / kSentinelProgram;
+  fs::copy_file("/bin/true", beside);
+  EXPECT_EQ(FindSentinelProgram((root / "bin" / "distrun").string()), beside.string());
+  EXPECT_EQ(FindSentinelProgram(""), "");
+  fs::remove_all(root);
+}
+
+TEST(SpawnSentinel, ProgramThatCannotStartFallsBackToAFork) {
+  Sentinel s = Sentinel::Start("/nonexistent/distrun-sentinel");
+  ASSERT_GT(s.pid(), 0);
+  s.Dismiss();
 }
 
 }  // namespace

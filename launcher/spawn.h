@@ -4,9 +4,14 @@
 
 #include <sys/types.h>
 
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "launcher/unique_fd.h"
@@ -21,7 +26,15 @@ struct SpawnSpec {
   // its controlling terminal and the child reads it); distrun must ignore SIGTTOU.
   bool foreground = false;
   std::vector<int> cpus;  // pin the child to these CPUs before exec (--cpu-bind); empty: inherit
+  // NonDefaultSignals() of this process, taken once by a caller that starts many children; null: taken at
+  // each start. The child resets exactly these to SIG_DFL.
+  const std::vector<int>* non_default_signals = nullptr;
 };
+
+// The signals whose disposition in this process is not SIG_DFL (ignored or caught). A worker must start
+// with every signal at its default: exec resets caught signals itself but keeps ignored ones ignored, and
+// the child must not run a handler of distrun's between unblocking signals and exec.
+std::vector<int> NonDefaultSignals();
 
 // Why a worker could not be started; exit_code() is what distrun exits with, as a shell would.
 class SpawnError : public std::runtime_error {
@@ -74,6 +87,45 @@ class Child {
   bool reaped_ = false;
   int wait_status_ = 0;
   UniqueFd stdout_, stderr_;
+};
+
+// One child of StartChildren: started, or the exception Child::Start threw (a SpawnError).
+struct SpawnOutcome {
+  Child child;
+  std::exception_ptr error;
+};
+
+// Starts many children at once. A start waits until its child has exec'd, so one thread alone would start
+// the workers one after another while the other CPUs idle; the spawner starts them on up to `threads`
+// threads, the caller's included. Its helper threads live as long as the spawner: a child's parent-death
+// signal (PR_SET_PDEATHSIG) fires when the *thread* that started it ends, so destroy the spawner only once
+// its children are gone.
+class Spawner {
+ public:
+  explicit Spawner(size_t threads);
+  ~Spawner();
+  Spawner(const Spawner&) = delete;
+  Spawner& operator=(const Spawner&) = delete;
+
+  // Outcome i belongs to specs[i]. Helper threads are created at the first call that can use them.
+  std::vector<SpawnOutcome> Start(const std::vector<SpawnSpec>& specs);
+
+ private:
+  void HelperLoop();
+  // Starts children of the current batch until none is left.
+  void Work(std::unique_lock<std::mutex>& lock);
+
+  const size_t threads_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  const std::vector<SpawnSpec>* specs_ = nullptr;
+  std::vector<SpawnOutcome>* out_ = nullptr;
+  size_t next_ = 0;
+  size_t busy_ = 0;  // threads inside Work
+  uint64_t batch_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> helpers_;
 };
 
 // The files execvp would try for `file` with `path` (the worker's PATH; nullptr: unset), in order.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "launcher/signal_names.h"
@@ -52,6 +53,8 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
         s.log = log_;
         return s;
       }()),
+      // One start at a time per CPU (up to 4): more would only compete with the workers already running.
+      spawner_(static_cast<size_t>(std::clamp(env_.cpu_count, 1, 4))),
       buffer_(kReadChunk) {}
 
 Supervisor::~Supervisor() {
@@ -106,7 +109,11 @@ void Supervisor::SetUpProcess() {
     log_->warn("cannot become a child subreaper ({}); orphaned processes of workers may outlive the job",
                std::strerror(errno));
   }
-  sentinel_ = Sentinel::Start();
+  // distrun-sentinel beside this program, started without copying distrun; else a fork.
+  std::error_code ec;
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  sentinel_ = Sentinel::Start(FindSentinelProgram(self));
+  non_default_signals_ = NonDefaultSignals();
   signal_fd_.Reset(::signalfd(-1, &handled_, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 }
@@ -133,20 +140,47 @@ void Supervisor::StartWorkers() {
   gave_up_ = false;
   workers_.clear();
   workers_.resize(plan_.workers.size());
+  // The sentinel knows every worker before the first one starts.
+  std::vector<std::vector<std::string>> fingerprints;
+  for (const WorkerPlan& p : plan_.workers) fingerprints.push_back(FingerprintOf(p.env));
+  sentinel_.AddFingerprints(fingerprints);
+  std::vector<SpawnSpec> specs(plan_.workers.size());
   for (size_t i = 0; i < plan_.workers.size(); ++i) {
     Worker& w = workers_[i];
     w.plan = plan_.workers[i];
-    sentinel_.AddFingerprint(FingerprintOf(w.plan.env));
     output_.StartWorker(i, w.plan.process_id, w.plan.local_rank);
-    SpawnSpec spec;
+    SpawnSpec& spec = specs[i];
     spec.argv = options_.command;
     spec.env = WorkerEnvironment(w.plan);
     spec.inherit_stdin = w.plan.process_id == 0;
     spec.cpus = w.plan.cpus;
+    spec.non_default_signals = &non_default_signals_;
     spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
+  }
+  std::vector<SpawnOutcome> outcomes = spawner_.Start(specs);
+  std::exception_ptr first_error;
+  size_t failed_slot = 0;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    Worker& w = workers_[i];
+    if (outcomes[i].error) {
+      if (!first_error) {
+        first_error = outcomes[i].error;
+        failed_slot = i;
+      }
+      continue;
+    }
+    w.child = std::move(outcomes[i].child);
+    w.started = true;
+    if (specs[i].foreground) terminal_owner_ = w.child.pid();
+    log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
+                w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
+  }
+  CloseBrokenStreams();
+  if (first_error) {
     try {
-      w.child = Child::Start(spec);
+      std::rethrow_exception(first_error);
     } catch (const SpawnError& e) {
+      const Worker& w = workers_[failed_slot];
       log_->error("{}", e.what());
       no_restart_ = true;  // the next attempt would fail the same way
       BeginStop(StopReason::kSpawnError, e.exit_code());
@@ -160,11 +194,6 @@ void Supervisor::StartWorkers() {
       }
       return;
     }
-    w.started = true;
-    if (spec.foreground) terminal_owner_ = w.child.pid();
-    CloseBrokenStreams();
-    log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
-                w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
   }
   if (workers_.empty()) BeginStop(StopReason::kSuccess, 0);
 }
@@ -296,6 +325,9 @@ void Supervisor::Loop() {
       if (killed_ && !gave_up_) SignalJob(SIGKILL);
       if (JobGone()) {
         local_done_ = true;
+        // Nothing of this node is left and nothing will start again: the sentinel may go while the rest
+        // of the job is heard from (it is reaped before distrun exits).
+        if (no_restart_ || options_.max_restarts == 0) sentinel_.Release();
         if (AwaitingDecision()) log_->debug("this node is done; waiting for the rest of the job");
       } else if (!killed_) {
         SignalNewOrphans();
@@ -520,6 +552,7 @@ void Supervisor::Reap() {
     check_gone_ = true;
     if (pid == sentinel_.pid()) {
       sentinel_.SetReaped();
+      if (sentinel_.released()) continue;  // as told
       log_->warn(
           "the sentinel process (pid {}) exited; if distrun is killed with SIGKILL, processes that "
           "left their worker's process group may survive",

@@ -67,6 +67,8 @@ class Supervisor {
   // Starts the workers, supervises them (restarting up to --max-restarts times), tears everything down
   // and returns distrun's exit code. Throws JobLinkError when the job cannot be formed (rendezvous).
   int Run();
+  // After Run: the job link, for the caller to finish and end (null without one).
+  std::unique_ptr<JobLink> ReleaseLink() { return std::move(link_); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -131,10 +133,14 @@ class Supervisor {
   bool root_cause_here_ = true;          // this node's failure was the job's first
   bool local_done_ = false;              // every process this node started in this round is gone
   Output output_;
+  // Declared before the workers: its threads end (and so fire their children's parent-death signal) only
+  // after the workers are gone.
+  Spawner spawner_;
   std::vector<Worker> workers_;
   std::vector<Watch> watches_;
 
   sigset_t handled_{};
+  std::vector<int> non_default_signals_;  // after SetUpProcess: what each worker resets (spawn.h)
   sigset_t old_mask_{};
   bool mask_saved_ = false;
   struct sigaction old_sigpipe_ {};

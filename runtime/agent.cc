@@ -13,6 +13,7 @@ namespace {
 GrpcClientConfig ClientConfig(const AgentConfig& config) {
   GrpcClientConfig c;
   c.address = config.coordinator_address;
+  c.channel = config.in_process_channel;
   c.token = config.token;
   return c;
 }
@@ -53,27 +54,21 @@ Agent::~Agent() {
 }
 
 Status Agent::Join(int restart_round, NodeAssignment* assignment) {
-  {
-    // Joins only once the service has registered the liveness stream (its first answer): a node that
-    // joined without one would miss broadcasts (a restart) and its loss would go unnoticed until the
-    // heartbeat timeout. The heartbeat loop ends this wait at the initialization timeout.
-    std::unique_lock lock(mu_);
-    cv_.wait_for(lock, config_.initialization_timeout, [this] { return last_answer_ || ended_ || closing_; });
-    if (!last_answer_) {
-      // The stream's own end says most (a refused token, a node rank given twice); else nothing answered.
-      return {StatusCode::kUnavailable,
-              lost_reason_.empty() ? "cannot reach the distrun runtime at " + config_.coordinator_address +
-                                         " within the initialization timeout"
-                                   : "cannot join the distrun runtime at " + config_.coordinator_address +
-                                         ": " + lost_reason_};
-    }
-  }
+  // Sent at once, beside the liveness stream's first message, not after its answer: the service replays a
+  // restart it broadcast before the stream attached, and catches a node whose stream never comes by its
+  // heartbeat deadline. One round trip instead of two.
   NodeJoin join = config_.join;
   join.restart_round = restart_round;
+  // Rendezvous needs the connection first: get it without gRPC's 100 ms pause after a refusal. If it does
+  // not come soon, the Join call below keeps waiting for it (and says why it failed).
+  if (restart_round == 0 && !config_.in_process_channel) client_.Connect(std::chrono::seconds(1));
   Status s = client_.Join(join, config_.initialization_timeout, assignment);
+  std::lock_guard lock(mu_);
   if (s.ok()) {
-    std::lock_guard lock(mu_);
     round_ = restart_round;
+  } else if (!lost_reason_.empty()) {
+    // The stream's own end says most (a refused token, a node rank given twice).
+    s.message = "cannot join the distrun runtime at " + config_.coordinator_address + ": " + lost_reason_;
   }
   return s;
 }
@@ -98,12 +93,8 @@ Status Agent::ReportSuccess() {
 
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
-  bool first = !last_answer_;
   last_answer_ = std::chrono::steady_clock::now();
-  if (event.kind == JobEvent::Kind::kHeartbeat) {
-    if (first) cv_.notify_all();  // Join waits for the first answer
-    return;
-  }
+  if (event.kind == JobEvent::Kind::kHeartbeat) return;
   if (event.kind != JobEvent::Kind::kRestart) ended_ = true;
   events_.push_back(event);
   uint64_t one = 1;

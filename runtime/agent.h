@@ -19,6 +19,8 @@ namespace distrun {
 
 struct AgentConfig {
   std::string coordinator_address;
+  // Node 0's agent lives in the process that hosts the service: its in-process channel (GrpcClientConfig).
+  std::shared_ptr<grpc::Channel> in_process_channel;
   std::string token;
   NodeJoin join;  // this node; restart_round is filled in by the agent
   std::chrono::milliseconds initialization_timeout{300'000};

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/channel_target.h"
 #include "runtime/distrun.grpc.pb.h"
 #include "runtime/proto_convert.h"
 
@@ -97,14 +98,18 @@ class GrpcClient::Impl {
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
     // No bandwidth-delay probing pings: see grpc_server.cc.
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    // Agents often start before the coordinator listens: retry a refused connection quickly.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    // Agents start with node 0's distrun, which listens a few milliseconds later: a refused connection is
+    // tried again after 10 ms, then 16, 26, ... (gRPC's ×1.6, with jitter) up to 1 s. With 100 ms every
+    // multi-node job's start waited 100 ms for nothing; a refusal costs the coordinator's host only a RST.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // Despite its name, gRPC takes this as the time one connection attempt may last. A coordinator busy
     // with thousands of agents' handshakes needs more than a backoff's 100 ms; attempts given up are
     // retried and pile up on it (10,000 agents starting at once never finished). gRPC's default.
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20'000);
-    channel_ = grpc::CreateCustomChannel(config_.address, grpc::InsecureChannelCredentials(), args);
+    channel_ = config_.channel ? config_.channel
+                               : grpc::CreateCustomChannel(ChannelTarget(config_.address),
+                                                           grpc::InsecureChannelCredentials(), args);
     stub_ = v1::Coordination::NewStub(channel_);
   }
 
@@ -135,6 +140,23 @@ GrpcClient::GrpcClient(GrpcClientConfig config) : impl_(std::make_unique<Impl>(s
 GrpcClient::~GrpcClient() = default;
 
 const std::string& GrpcClient::address() const { return impl_->config_.address; }
+
+bool GrpcClient::Connect(std::chrono::milliseconds within) {
+  grpc::Channel& channel = *impl_->channel_;
+  const auto deadline = std::chrono::system_clock::now() + within;
+  auto step = 2ms;
+  while (true) {
+    grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
+    if (state == GRPC_CHANNEL_READY) return true;
+    if (state == GRPC_CHANNEL_SHUTDOWN || std::chrono::system_clock::now() >= deadline) return false;
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      // Refused (the coordinator is not listening yet): try again now instead of after gRPC's backoff.
+      grpc::experimental::ChannelResetConnectionBackoff(&channel);
+    }
+    channel.WaitForStateChange(state, std::min(deadline, std::chrono::system_clock::now() + step));
+    step = std::min<std::chrono::milliseconds>(step * 2, 100ms);
+  }
+}
 
 Status GrpcClient::Join(const NodeJoin& join, std::chrono::milliseconds timeout, NodeAssignment* assignment) {
   grpc::ClientContext ctx;

@@ -15,11 +15,18 @@
 
 #include "runtime/types.h"
 
+namespace grpc {
+class Channel;
+}
+
 namespace distrun {
 
 struct GrpcClientConfig {
   std::string address;  // the coordinator, host:port
   std::string token;
+  // Instead of connecting to `address`: a channel to the service in this very process
+  // (GrpcServer::InProcessChannel), which node 0's own agent uses. `address` still names it in messages.
+  std::shared_ptr<grpc::Channel> channel;
   size_t max_message_bytes = 4 << 20;
   // Deadline of calls that do not wait on other processes; waits add their own timeout to it.
   std::chrono::milliseconds call_timeout{30'000};
@@ -45,6 +52,13 @@ class GrpcClient {
   GrpcClient& operator=(const GrpcClient&) = delete;
 
   const std::string& address() const;
+
+  // Waits up to `within` for the connection to the coordinator, trying a refused address again after 2, 4,
+  // 8, ... ms (up to 100 ms apart). Left alone, gRPC waits at least 100 ms before it tries a refused address
+  // again, and the other nodes of a job start as node 0 does, a few milliseconds before it listens. Calls
+  // wait for the connection themselves; this only makes the first one come sooner. Returns whether the
+  // channel is ready.
+  bool Connect(std::chrono::milliseconds within);
 
   // Waits for rendezvous up to `timeout` (the service enforces its own initialization timeout too).
   Status Join(const NodeJoin& join, std::chrono::milliseconds timeout, NodeAssignment* assignment);

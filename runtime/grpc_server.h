@@ -10,6 +10,9 @@
 
 #include "runtime/service.h"
 
+namespace grpc {
+class Channel;
+}
 namespace spdlog {
 class logger;
 }
@@ -41,6 +44,9 @@ class GrpcServer {
   std::string address() const;
   // Calls refused for a missing or wrong token so far.
   uint64_t refused_calls() const;
+  // A channel to this server inside this process (gRPC's in-process transport: no socket, no HTTP/2), for
+  // the agent of the distrun that hosts the service. Calls on it are served, and refused, like any other.
+  std::shared_ptr<grpc::Channel> InProcessChannel() const;
 
  private:
   class Impl;

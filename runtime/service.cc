@@ -237,7 +237,13 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   node.stream = id;
   SetHeartbeatDeadline(node);
   streams_[id] = node_rank;
-  if (final_event_) sink(*final_event_);
+  if (final_event_) {
+    sink(*final_event_);
+  } else if (restart_event_ && state_ == JobState::kRendezvous && !node.join) {
+    // A node may join before its stream is attached (an agent sends both at once): one that missed the
+    // restart broadcast in between hears it now, and joins the new round.
+    sink(*restart_event_);
+  }
   sinks_[id] = std::move(sink);
   *stream_id = id;
   return Status::Ok();
@@ -311,6 +317,7 @@ void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_
     assignments_.clear();
     state_ = JobState::kRendezvous;
     round_deadline_ = Now() + config_.initialization_timeout;
+    restart_event_ = event;
     Broadcast(event);
     return;
   }

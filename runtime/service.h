@@ -164,6 +164,7 @@ class CoordinationService {
   std::optional<FailedWorker> root_cause_;
   std::optional<int> exit_code_;
   std::optional<JobEvent> final_event_;
+  std::optional<JobEvent> restart_event_;  // the latest restart, for streams that attach after it
 
   std::map<std::string, std::string> store_;
   size_t store_bytes_ = 0;

@@ -290,6 +290,26 @@ TEST_F(ServiceTest, FirstFailureIsTheRootCauseAndStopsEveryAgent) {
   EXPECT_EQ(s->ExitCode(), 7);
 }
 
+TEST_F(ServiceTest, AStreamThatAttachesAfterARestartHearsIt) {
+  // Agents send their join beside their stream's first message, so a join may be served first, and a
+  // restart may be broadcast before the node's stream is there to hear it.
+  auto s = Make(2, /*max_restarts=*/1);
+  auto a0 = Attach(*s, 0);
+  Join(*s, Node(0, 2, 1));
+  auto r1 = Join(*s, Node(1, 2, 1));
+  ASSERT_TRUE(r1->status && r1->status->ok());
+  bool root = false;
+  ASSERT_TRUE(s->ReportFailure(0, FailedWorker{0, "host-a", 0, 3, "exited with code 3"}, &root).ok());
+  auto a1 = Attach(*s, 1);
+  ASSERT_EQ(a1.events->size(), 1u);
+  EXPECT_EQ(a1.events->back().kind, JobEvent::Kind::kRestart);
+  EXPECT_EQ(a1.events->back().restart_round, 1);
+  EXPECT_EQ(a1.events->back().root_cause.exit_code, 3);
+  // Node 0 heard it as it happened, once.
+  ASSERT_EQ(a0.events->size(), 1u);
+  EXPECT_EQ(a0.events->back().kind, JobEvent::Kind::kRestart);
+}
+
 TEST_F(ServiceTest, FailureWithRestartsLeftStartsANewRound) {
   auto s = Make(2, /*max_restarts=*/1);
   auto a0 = Attach(*s, 0);
