@@ -194,9 +194,23 @@ class ClusterCase(unittest.TestCase):
         except json.JSONDecodeError as e:
             raise AssertionError(f"{name} is not JSON ({e}):\n{text}")
 
-    def wait_for_files(self, names, timeout=60.0):
+    def wait_for_files(self, names, timeout=60.0, proc=None):
+        """Waits until every file exists. On failure `proc` (a running srun) is stopped and its output is
+        part of the message: what the job said is the first thing to know."""
         ok = wait_for(lambda: all(os.path.exists(self.path(n)) for n in names), timeout=timeout)
-        self.assertTrue(ok, f"missing after {timeout}s: {[n for n in names if not os.path.exists(self.path(n))]}")
+        if ok:
+            return
+        missing = [n for n in names if not os.path.exists(self.path(n))]
+        said = ""
+        if proc is not None:
+            self.slurm(["scancel", "--name", self.marker_value], check=False)
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            said = f"\n-- srun exited {proc.returncode}; stdout:\n{out}\n-- stderr:\n{err}"
+        self.fail(f"missing after {timeout}s: {missing}{said}")
 
 
 def main():

@@ -115,7 +115,7 @@ sleep {WORKER_LIFETIME}
         script = self.worker_script(f"sleep {WORKER_LIFETIME}")
         p = self.srun_popen([f"-N{n}", "--ntasks-per-node=1", "--error", self.path("%t.err"), DISTRUN,
                              "--nproc-per-node", "2", "--grace-period", "5", "--", script])
-        self.wait_for_files([f"ready-{r}" for r in range(2 * n)])
+        self.wait_for_files([f"ready-{r}" for r in range(2 * n)], proc=p)
         [victim] = distrun_pids_on(NODES[1], self.marker)
         os.kill(victim, signal.SIGKILL)
         out, err = p.communicate(timeout=STOP_BOUND)
@@ -131,7 +131,7 @@ sleep {WORKER_LIFETIME}
         p = self.srun_popen([f"-N{n}", "--ntasks-per-node=1", "--error", self.path("%t.err"), DISTRUN,
                              "--nproc-per-node", "1", "--heartbeat-timeout", "2", "--grace-period", "5", "--",
                              script])
-        self.wait_for_files([f"ready-{r}" for r in range(n)])
+        self.wait_for_files([f"ready-{r}" for r in range(n)], proc=p)
         link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[0]}", "ip", "link", "set", "eth0"]
         subprocess.run(link + ["down"], check=True)
         try:

@@ -131,7 +131,7 @@ while :; do sleep 0.1; done
         os.chmod(script, 0o755)
         p = self.srun_popen(["-N2", "--ntasks-per-node=1", DISTRUN, "--nproc-per-node", "2", "--grace-period",
                              "20", "--", script])
-        self.wait_for_files([f"ready-{r}" for r in range(4)])
+        self.wait_for_files([f"ready-{r}" for r in range(4)], proc=p)
         self.slurm(["scancel", "--name", self.marker_value])
         out, err = p.communicate(timeout=60)
         self.assertNotEqual(p.returncode, 0, out + err)
