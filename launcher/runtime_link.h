@@ -2,6 +2,7 @@
 // The job link over distrun's runtime (DESIGN §4): node 0's distrun hosts the coordination service on the
 // coordinator address, and every distrun, node 0's and local mode's included, is an agent of it.
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ struct JobToken {
   bool insecure = false;
 };
 JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env);
+
+// How often each agent of a job of `num_nodes` sends a heartbeat, given --heartbeat-timeout.
+std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes);
 
 class RuntimeLink final : public JobLink {
  public:
