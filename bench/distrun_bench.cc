@@ -2,10 +2,12 @@
 //   distrun-bench detect [--distrun PATH] [--runs N]
 //   distrun-bench launch [--distrun PATH] [--runs N] [--nproc N]
 //   distrun-bench rendezvous [--agents N[,N...]] [--agents-per-connection K] [--threads T]
-//                            [--heartbeat-ms MS] [--heartbeat-timeout-ms MS] [--hold-s S] [--perf FILE]
+//                            [--client raw|grpc] [--heartbeat-ms MS] [--heartbeat-timeout-ms MS] [--hold-s S]
+//                            [--perf FILE]
 //   distrun-bench kv [--clients N] [--seconds S] [--perf FILE]
 //   distrun-bench agent-memory [--distrun PATH]
-//   distrun-bench failure [--distrun PATH] [--runs N] [--nproc N]
+//   distrun-bench failure [--distrun PATH] [--runs N] [--nproc N] [--srun-nodes N [--lab DIR]]
+//   distrun-bench srun [--distrun PATH] [--nodes N] [--runs N] [--lab DIR]      (on the Slurm lab)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -26,12 +28,13 @@ int AgentMemoryBench(const Flags& flags);
 int AgentMain(const Flags& flags);
 int FailureBench(const Flags& flags);
 int FailureWorkerMain(const Flags& flags);
+int SrunBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
-    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure [--flag value ...]\n"
+    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun [--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
 int Dispatch(const std::string& which, int argc, char** argv) {
@@ -51,7 +54,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   }
   if (which == "rendezvous") {
     return distrun::bench::RendezvousBench(Flags(argc, argv, 2,
-                                                 {"agents", "agents-per-connection", "threads",
+                                                 {"agents", "agents-per-connection", "threads", "client",
                                                   "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
   }
   if (which == "coordinator") {
@@ -66,8 +69,11 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   }
   if (which == "agent") return distrun::bench::AgentMain(Flags(argc, argv, 2, {"address"}));
   if (which == "failure") {
-    return distrun::bench::FailureBench(Flags(argc, argv, 2, {"distrun", "runs", "nproc"}));
+    return distrun::bench::FailureBench(
+        Flags(argc, argv, 2, {"distrun", "runs", "nproc", "srun-nodes", "lab"}));
   }
+  if (which == "srun")
+    return distrun::bench::SrunBench(Flags(argc, argv, 2, {"distrun", "nodes", "runs", "lab"}));
   if (which == "failure-worker") {
     return distrun::bench::FailureWorkerMain(Flags(argc, argv, 2, {"dir", "fail-rank", "nproc"}));
   }

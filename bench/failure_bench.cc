@@ -1,10 +1,11 @@
-// `distrun-bench failure [--distrun PATH] [--runs 50] [--nproc 8]`: how long after one worker fails every
-// other worker gets SIGTERM, locally. Each run is `distrun --nproc-per-node N -- distrun-bench
-// failure-worker ...`; the failing rank (run % N) waits until every other worker is ready, notes
-// CLOCK_MONOTONIC and exits 3; the others note CLOCK_MONOTONIC when SIGTERM arrives (sigtimedwait, so no
-// handler runs first). CLOCK_MONOTONIC is one clock for the whole machine, so the notes compare directly.
-// The failing worker's note is taken just before it writes it and exits, so the delays include its own
-// exit: they err long, never short.
+// `distrun-bench failure [--distrun PATH] [--runs 50] [--nproc 8] [--srun-nodes N [--lab DIR]]`: how long
+// after one worker fails every other worker gets SIGTERM. Each run is `distrun --nproc-per-node N --
+// distrun-bench failure-worker ...`, locally, or with --srun-nodes under `srun -N<nodes>` on the Slurm lab
+// (one distrun per virtual host, --nproc workers each, the failure crossing the lab's network); the failing
+// rank (run % N) waits until every other worker is ready, notes CLOCK_MONOTONIC and exits 3; the others note
+// CLOCK_MONOTONIC when SIGTERM arrives (sigtimedwait, so no handler runs first). CLOCK_MONOTONIC is one clock
+// for the whole machine, so the notes compare directly. The failing worker's note is taken just before it
+// writes it and exits, so the delays include its own exit: they err long, never short.
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,12 +20,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "flags.h"
 #include "proc_stats.h"
+#include "slurm_lab.h"
 
 extern char** environ;
 
@@ -94,9 +97,17 @@ int FailureWorkerMain(const Flags& flags) {
 int FailureBench(const Flags& flags) {
   const std::string distrun = flags.Get("distrun", "build/release/distrun");
   const int runs = static_cast<int>(flags.Int("runs", 50));
-  const int nproc = static_cast<int>(flags.Int("nproc", 8));
-  if (runs < 1 || nproc < 2) throw std::invalid_argument("--runs must be positive and --nproc at least 2");
+  const int per_node = static_cast<int>(flags.Int("nproc", 8));
+  const int nodes = static_cast<int>(flags.Int("srun-nodes", 0));
+  const int nproc = per_node * std::max(nodes, 1);
+  if (runs < 1 || nproc < 2 || nodes < 0) {
+    throw std::invalid_argument(
+        "--runs must be positive, --srun-nodes not negative, and there must be two workers");
+  }
+  std::optional<SlurmLab> lab;
+  if (nodes > 0) lab = SlurmLab::Open(flags.Get("lab", "/run/distrun-lab"));
   const std::string self = SelfPath();
+  std::vector<double> remote_ms;  // delays of workers on another host than the failing one
   std::vector<double> delays_ms, worst_ms, whole_ms;
   int missing = 0;
   for (int run = 0; run < runs; ++run) {
@@ -106,7 +117,7 @@ int FailureBench(const Flags& flags) {
     const int fail_rank = run % nproc;
     std::vector<std::string> argv = {distrun,
                                      "--nproc-per-node",
-                                     std::to_string(nproc),
+                                     std::to_string(per_node),
                                      "--",
                                      self,
                                      "failure-worker",
@@ -116,16 +127,27 @@ int FailureBench(const Flags& flags) {
                                      std::to_string(fail_rank),
                                      "--nproc",
                                      std::to_string(nproc)};
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    if (lab) {
+      argv.insert(argv.begin(),
+                  {"srun", "-N" + std::to_string(nodes), "--ntasks-per-node=1", "-J", "distrun-bench"});
+      argv = lab->OnLoginHost(argv);
+      env = lab->ClientEnv();
+    }
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
     pid_t pid = -1;
     double t0 = MonotonicSeconds();
-    int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+    int rc = ::posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot start " + distrun);
     int status = 0;
@@ -154,6 +176,7 @@ int FailureBench(const Flags& flags) {
       }
       double d = static_cast<double>(at - failed_at) * 1e-6;
       delays_ms.push_back(d);
+      if (r / per_node != fail_rank / per_node) remote_ms.push_back(d);
       worst = std::max(worst, d);
     }
     worst_ms.push_back(worst);
@@ -164,20 +187,28 @@ int FailureBench(const Flags& flags) {
     ::rmdir(dir.c_str());
   }
   std::printf(
-      "%d runs of distrun --nproc-per-node %d, one worker failing: exit → SIGTERM in each other worker "
+      "%d runs of %sdistrun --nproc-per-node %d, one worker failing: exit → SIGTERM in each other worker "
       "(%zu delays)\n  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  max %.2f ms; slowest worker of a run: p50 %.2f "
       "ms "
       "p99 %.2f ms; whole distrun p50 %.1f ms\n",
-      runs, nproc, delays_ms.size(), Quantile(delays_ms, 0.5), Quantile(delays_ms, 0.9),
-      Quantile(delays_ms, 0.99), Quantile(delays_ms, 1.0), Quantile(worst_ms, 0.5), Quantile(worst_ms, 0.99),
-      Quantile(whole_ms, 0.5));
+      runs, lab ? ("srun -N" + std::to_string(nodes) + " ").c_str() : "", per_node, delays_ms.size(),
+      Quantile(delays_ms, 0.5), Quantile(delays_ms, 0.9), Quantile(delays_ms, 0.99), Quantile(delays_ms, 1.0),
+      Quantile(worst_ms, 0.5), Quantile(worst_ms, 0.99), Quantile(whole_ms, 0.5));
+  if (lab) {
+    std::printf(
+        "  under srun -N%d on the Slurm lab: workers on other hosts (%zu delays) p50 %.2f ms  p99 %.2f ms\n",
+        nodes, remote_ms.size(), Quantile(remote_ms, 0.5), Quantile(remote_ms, 0.99));
+  }
   if (missing) std::printf("  %d workers never got SIGTERM\n", missing);
   std::printf(
       "{\"bench\": \"failure\", \"runs\": %d, \"nproc\": %d, \"p50_ms\": %.3f, \"p90_ms\": %.3f, \"p99_ms\": "
       "%.3f, "
-      "\"max_ms\": %.3f, \"run_worst_p50_ms\": %.3f, \"run_worst_p99_ms\": %.3f, \"missing\": %d}\n",
+      "\"max_ms\": %.3f, \"run_worst_p50_ms\": %.3f, \"run_worst_p99_ms\": %.3f, \"missing\": %d, "
+      "\"srun_nodes\": "
+      "%d, \"other_hosts_p50_ms\": %.3f, \"other_hosts_p99_ms\": %.3f}\n",
       runs, nproc, Quantile(delays_ms, 0.5), Quantile(delays_ms, 0.9), Quantile(delays_ms, 0.99),
-      Quantile(delays_ms, 1.0), Quantile(worst_ms, 0.5), Quantile(worst_ms, 0.99), missing);
+      Quantile(delays_ms, 1.0), Quantile(worst_ms, 0.5), Quantile(worst_ms, 0.99), missing, nodes,
+      Quantile(remote_ms, 0.5), Quantile(remote_ms, 0.99));
   return missing ? 1 : 0;
 }
 

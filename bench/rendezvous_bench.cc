@@ -2,16 +2,24 @@
 // service over gRPC on loopback, then pass one barrier.
 //
 // The service runs in a process of its own (coordinator_process.h), so its memory and CPU are measured
-// apart. The agents are state machines on gRPC's asynchronous client API in this process, doing on the
-// wire what runtime/agent.cc does: open the liveness stream (token in the metadata, first message names
-// the node, headers corked into it), wait for the service's first answer, Join (8 device tokens, one
-// worker), and then wait at barrier "bench" over every worker. They heartbeat every --heartbeat-ms like
-// the real agent (1 s) and keep reading the stream's answers.
+// apart. The agents live in this process and do on the wire what runtime/agent.cc does: open the liveness
+// stream (token in the metadata, first message names the node), Join (8 device tokens, one worker), and then
+// wait at barrier "bench" over every worker. They heartbeat every --heartbeat-ms like the real agent (1 s)
+// and keep reading the stream's answers. Two simulations (--client):
+// - raw (the default): gRPC over HTTP/2 written by hand on epoll loops (h2_agents.h): ~80 us of CPU per
+//   agent with a connection each, nearly all of it the kernel's loopback TCP (~30 us at 10 agents per
+//   connection), so that the coordinator is what is measured. Join leaves beside the stream's first
+//   message, as Agent::Join sends it.
+// - grpc: state machines on gRPC's asynchronous client API, ~500 us of CPU per agent (gRPC's per-channel
+//   machinery, and Debian's gRPC checks every completion-queue event against every outstanding tag). They
+//   wait for the stream's first answer before they Join (the agent's order before it sent both at once);
+//   headers are corked into the first message.
 //
 // Connections: a real agent is its own process with its own HTTP/2 connection. Here each group of
-// --agents-per-connection agents shares one channel with its own connection (a local subchannel pool, so
-// gRPC does not merge the channels); 1 is the real layout. Loopback allows about 28,000 connections to one
-// port (the ephemeral port range) and each process at most its descriptor limit, so larger runs must share.
+// --agents-per-connection agents shares one connection (grpc: one channel with a local subchannel pool, so
+// gRPC does not merge the channels; raw: one socket, each agent on streams of its own); 1 is the real
+// layout. Loopback allows about 28,000 connections to one port (the ephemeral port range) and each process
+// at most its descriptor limit, so larger runs must share.
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
@@ -34,6 +42,7 @@
 
 #include "coordinator_process.h"
 #include "flags.h"
+#include "h2_agents.h"
 #include "proc_stats.h"
 #include "runtime/distrun.grpc.pb.h"
 
@@ -71,6 +80,7 @@ struct SimAgent {
 };
 
 struct Run {
+  std::string client = "raw";  // or "grpc"
   int agents = 0;
   int per_connection = 1;
   int threads = 2;
@@ -80,22 +90,16 @@ struct Run {
   std::string perf_file;
 };
 
-struct Progress {
-  std::mutex mu;
-  std::condition_variable cv;
-  int answered = 0, joined = 0, passed = 0, finished = 0, failed = 0;
-  double answered_at = 0, joined_at = 0, passed_at = 0;
-  std::string first_error;
-  std::atomic<uint64_t> heartbeats_answered{0};
-};
+using Progress = AgentProgress;
 
 std::string Describe(const grpc::Status& s) {
   return std::to_string(static_cast<int>(s.error_code())) + " " + s.error_message();
 }
 
-class Simulation {
+// The --client grpc simulation.
+class GrpcAgents {
  public:
-  Simulation(const Run& run, const std::string& address) : run_(run), address_(address) {
+  GrpcAgents(const Run& run, const std::string& address) : run_(run), address_(address) {
     const int connections = (run.agents + run.per_connection - 1) / run.per_connection;
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as GrpcClient does
     grpc::ChannelArguments args;
@@ -131,7 +135,7 @@ class Simulation {
     for (auto& cq : cqs_) pollers_.emplace_back([this, q = cq.get()] { Poll(q); });
   }
 
-  ~Simulation() {
+  ~GrpcAgents() {
     StopHeartbeats();
     for (auto& cq : cqs_) cq->Shutdown();
     for (auto& t : pollers_) t.join();
@@ -178,7 +182,6 @@ class Simulation {
   }
 
   Progress& progress() { return progress_; }
-  double start() const { return start_; }
   int connections() const { return static_cast<int>(channels_.size()); }
 
  private:
@@ -357,7 +360,20 @@ class PerfRecorder {
   pid_t pid_ = -1;
 };
 
-int RunOnce(const Run& run) {
+H2AgentsOptions RawOptions(const Run& run, const std::string& address) {
+  H2AgentsOptions o;
+  o.address = address;
+  o.token = kBenchToken;
+  o.agents = run.agents;
+  o.per_connection = run.per_connection;
+  o.threads = run.threads;
+  o.heartbeat_ms = run.heartbeat_ms;
+  return o;
+}
+
+// One rendezvous of run.agents agents made by make_agents(address) (GrpcAgents or H2Agents), and its rows.
+template <typename MakeAgents>
+int RunOnce(const Run& run, MakeAgents make_agents) {
   CoordinatorOptions co;
   co.nodes = run.agents;
   co.heartbeat_timeout_ms = run.heartbeat_timeout_ms;
@@ -370,7 +386,8 @@ int RunOnce(const Run& run) {
   ::getrusage(RUSAGE_SELF, &self_before);
 
   double created = MonotonicSeconds();
-  Simulation sim(run, coordinator.address());
+  auto agents = make_agents(coordinator.address());
+  auto& sim = *agents;
   double create_s = MonotonicSeconds() - created;
   PerfRecorder perf(run.perf_file, coordinator.pid());
   sim.Start();
@@ -389,22 +406,24 @@ int RunOnce(const Run& run) {
 
   Progress& p = sim.progress();
   if (!passed) {
-    {
-      std::lock_guard lock(p.mu);
-      std::fprintf(stderr, "rendezvous of %d agents failed: %d answered, %d joined, %d passed; %s\n",
-                   run.agents, p.answered, p.joined, p.passed, p.first_error.c_str());
-    }
     // The coordinator's shutdown ends every pending call and stream, so the agents' queues can drain.
     sim.StopHeartbeats();
     coordinator.Stop();
     sim.WaitFinished(120);
+    std::lock_guard lock(p.mu);
+    std::fprintf(stderr,
+                 "rendezvous of %d agents (client %s) failed: %d answered, %d joined, %d passed, %d failed; "
+                 "first: %s\n",
+                 run.agents, run.client.c_str(), p.answered, p.joined, p.passed, p.failed,
+                 p.first_error.c_str());
     return 1;
   }
   double per_agent_kb = static_cast<double>(after.rss_kb - base.rss_kb) / static_cast<double>(run.agents);
   std::printf(
       "%6d agents, %5d connections: streams answered %.3f s, joined %.3f s, barrier passed %.3f s "
-      "(channels made in %.3f s)\n",
-      run.agents, sim.connections(), p.answered_at, p.joined_at, p.passed_at, create_s);
+      "(%s in %.3f s)\n",
+      run.agents, sim.connections(), p.answered_at, p.joined_at, p.passed_at,
+      run.client == "raw" ? "raw agents set up" : "channels made", create_s);
   double heap_per_agent_kb =
       static_cast<double>(heap_after.in_use - heap_base.in_use) / 1024 / static_cast<double>(run.agents);
   std::printf(
@@ -436,13 +455,14 @@ int RunOnce(const Run& run) {
   std::printf("        coordinator shutdown %.3f s%s\n", shutdown_s,
               finished ? "" : "; some streams did not end");
   std::printf(
-      "{\"bench\": \"rendezvous\", \"agents\": %d, \"connections\": %d, \"answered_s\": %.4f, "
+      "{\"bench\": \"rendezvous\", \"client\": \"%s\", \"agents\": %d, \"connections\": %d, "
+      "\"answered_s\": %.4f, "
       "\"joined_s\": %.4f, \"barrier_s\": %.4f, \"coordinator_rss_base_kb\": %lld, "
       "\"coordinator_rss_kb\": %lld, \"coordinator_hwm_kb\": %lld, \"rss_per_agent_kb\": %.3f, "
       "\"heap_per_agent_kb\": %.3f, "
       "\"coordinator_cpu_s\": %.3f, \"agents_cpu_s\": %.3f, \"heartbeat_ms\": %d, \"hold_cores\": %.4f, "
       "\"shutdown_s\": %.4f}\n",
-      run.agents, sim.connections(), p.answered_at, p.joined_at, p.passed_at,
+      run.client.c_str(), run.agents, sim.connections(), p.answered_at, p.joined_at, p.passed_at,
       static_cast<long long>(base.rss_kb), static_cast<long long>(after.rss_kb),
       static_cast<long long>(after.hwm_kb), per_agent_kb, heap_per_agent_kb, coord_cpu, client_cpu,
       run.heartbeat_ms, hold_cpu_per_s, shutdown_s);
@@ -454,6 +474,7 @@ int RunOnce(const Run& run) {
 
 int RendezvousBench(const Flags& flags) {
   Run run;
+  run.client = flags.Get("client", "raw");
   run.per_connection = static_cast<int>(flags.Int("agents-per-connection", 1));
   run.threads = static_cast<int>(flags.Int("threads", 2));
   run.heartbeat_ms = static_cast<int>(flags.Int("heartbeat-ms", 1000));
@@ -463,19 +484,30 @@ int RendezvousBench(const Flags& flags) {
   if (run.per_connection < 1 || run.threads < 1 || run.heartbeat_ms < 0) {
     throw std::invalid_argument("--agents-per-connection and --threads must be positive");
   }
+  if (run.client != "raw" && run.client != "grpc") {
+    throw std::invalid_argument("--client is raw (hand-written HTTP/2, the default) or grpc, not '" +
+                                run.client + "'");
+  }
   std::vector<int> counts;
   std::stringstream list(flags.Get("agents", "10000"));
   for (std::string item; std::getline(list, item, ',');) counts.push_back(std::stoi(item));
   // Two descriptors per connection would do; the rest is gRPC's own (eventfds, epoll) and stdio.
   int most = *std::max_element(counts.begin(), counts.end());
   uint64_t limit = RaiseFdLimit(static_cast<uint64_t>(most / run.per_connection) * 2 + 4096);
-  std::printf("descriptor limit %llu; client threads %d; heartbeats every %d ms\n",
-              static_cast<unsigned long long>(limit), run.threads, run.heartbeat_ms);
+  std::printf("descriptor limit %llu; client %s, threads %d; heartbeats every %d ms\n",
+              static_cast<unsigned long long>(limit), run.client.c_str(), run.threads, run.heartbeat_ms);
   int rc = 0;
   for (int n : counts) {
     if (n < 1) throw std::invalid_argument("--agents needs positive counts");
     run.agents = n;
-    rc |= RunOnce(run);
+    if (run.client == "raw") {
+      rc |= RunOnce(run, [&](const std::string& address) {
+        return std::make_unique<H2Agents>(RawOptions(run, address));
+      });
+    } else {
+      rc |= RunOnce(run,
+                    [&](const std::string& address) { return std::make_unique<GrpcAgents>(run, address); });
+    }
   }
   return rc;
 }

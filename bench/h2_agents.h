@@ -1,0 +1,69 @@
+#pragma once
+// Simulated agents that speak gRPC over HTTP/2 written by hand: non-blocking sockets, a few epoll loops, no
+// gRPC client library. On the wire each does what runtime/agent.cc does (liveness stream with the job token,
+// Join sent beside it, then barrier "bench", heartbeats), so the coordinator cannot tell them from real
+// agents. Their own code is a few percent of their CPU; the rest is the kernel's loopback TCP (~80 us per
+// agent with a connection each, against ~500 us for gRPC's client), so that `distrun-bench rendezvous`
+// measures the coordinator rather than the simulation.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace distrun::bench {
+
+// What simulated agents report to the benchmark; both of rendezvous_bench.cc's simulations fill one.
+struct AgentProgress {
+  std::mutex mu;
+  std::condition_variable cv;
+  int answered = 0, joined = 0, passed = 0, finished = 0, failed = 0;
+  double answered_at = 0, joined_at = 0, passed_at = 0;  // seconds from the start to the last agent's
+  std::string first_error;
+  std::atomic<uint64_t> heartbeats_answered{0};
+};
+
+struct H2AgentsOptions {
+  std::string address;  // the coordinator's, IPv4 "a.b.c.d:port"
+  std::string token;    // the job token the coordinator expects
+  int agents = 0;
+  int per_connection = 1;   // agents sharing one connection, each on streams of its own
+  int threads = 2;          // epoll loops; a connection and its agents belong to one
+  int heartbeat_ms = 1000;  // 0: none
+};
+
+class H2Agents {
+ public:
+  // Prepares every agent and starts the loops; nothing is sent before Start.
+  explicit H2Agents(const H2AgentsOptions& options);
+  ~H2Agents();  // closes every connection
+  H2Agents(const H2Agents&) = delete;
+  H2Agents& operator=(const H2Agents&) = delete;
+
+  // Connects and starts every agent; returns at once.
+  void Start();
+  // Waits until every agent passed the barrier (or one failed); false on failure or timeout.
+  bool WaitPassed(double timeout_s);
+  void StopHeartbeats();
+  // Waits until every agent's liveness stream (or its connection) ended, e.g. after the coordinator stopped.
+  bool WaitFinished(double timeout_s);
+
+  AgentProgress& progress() { return progress_; }
+  int connections() const { return connections_; }
+
+ private:
+  class Loop;
+  struct Shared;
+
+  H2AgentsOptions options_;
+  int connections_ = 0;
+  AgentProgress progress_;
+  std::atomic<double> start_{0};
+  std::unique_ptr<Shared> shared_;
+  std::vector<std::unique_ptr<Loop>> loops_;
+};
+
+}  // namespace distrun::bench
