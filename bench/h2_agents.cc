@@ -182,7 +182,8 @@ struct SimAgent {
   int64_t liveness_send_window = 0;      // what the server lets us send on it
   uint32_t liveness_unacked = 0;         // received on it and not yet given back by WINDOW_UPDATE
   std::array<MessageReader, 3> readers;  // by Call, less one
-  std::string assignment;                // the Join answer's bytes, reassembled
+  std::string assignment;                // the Join call's answer, reassembled (not used by agents today)
+  std::string event;                     // the liveness stream's current message, reassembled
   int process_id = 0;                    // from the assignment: who arrives at the barrier
   uint8_t pending = 0;
   bool blocked = false;  // pending, waiting for a window
@@ -305,6 +306,7 @@ class H2Agents::Loop {
     for (int d = 0; d < 8; ++d) join_.add_device_tokens(std::to_string(d));
     join_.set_run_id("bench");
     join_.set_proposed_master_port(29500);
+    *first_.mutable_join() = join_;
     barrier_.set_name("bench");
     barrier_.set_count(0);
     barrier_.set_timeout_ms(3'600'000);
@@ -368,8 +370,8 @@ class H2Agents::Loop {
     c.out += kClientPreface;
     AppendFrameHeader(c.out, 0, kSettings, 0, 0);
     for (SimAgent& a : c.agents) {
-      // The Join goes beside the stream's first message, as Agent::Join does: the service takes it first.
-      a.pending = kHello | kJoinCall;
+      // The stream's first message joins round 0, as Agent does: no Join call.
+      a.pending = kHello;
       SendPending(a);
     }
     MarkDirty(c);
@@ -440,12 +442,17 @@ class H2Agents::Loop {
   bool Send(Connection& c, SimAgent& a, uint8_t what) {
     switch (what) {
       case kHello: {
-        hello_.set_node_rank(a.rank);
-        const size_t size = hello_.ByteSizeLong();
+        first_.set_node_rank(a.rank);
+        v1::JoinRequest* join = first_.mutable_join();
+        join->set_node_rank(a.rank);
+        std::string* host = join->mutable_host();
+        host->assign("node");
+        *host += std::to_string(a.rank);
+        const size_t size = first_.ByteSizeLong();
         if (!Fits(c, size)) return false;
         a.liveness_stream = OpenStream(c, a, Call::kLiveness, shared_.liveness_headers);
         a.liveness_send_window = c.peer_initial_window;
-        SendData(c, a.liveness_stream, hello_, size, false, &a.liveness_send_window);
+        SendData(c, a.liveness_stream, first_, size, false, &a.liveness_send_window);
         return true;
       }
       case kJoinCall: {
@@ -654,9 +661,11 @@ class H2Agents::Loop {
         r.prefix_have = 0;
         r.in_body = true;
         if (call == Call::kJoin) a.assignment.clear();
+        if (call == Call::kLiveness) a.event.clear();
       }
       const uint32_t take = std::min(n, r.body_left);
       if (call == Call::kJoin) a.assignment.append(reinterpret_cast<const char*>(p), take);
+      if (call == Call::kLiveness) a.event.append(reinterpret_cast<const char*>(p), take);
       p += take;
       n -= take;
       r.body_left -= take;
@@ -668,10 +677,29 @@ class H2Agents::Loop {
     return true;
   }
 
+  void OnJoined(SimAgent& a, const v1::Assignment& assignment) {
+    if (a.joined) return;
+    a.joined = true;
+    a.process_id = assignment.rank_offset();
+    Count(&AgentProgress::joined, &AgentProgress::joined_at);
+    a.pending = static_cast<uint8_t>(a.pending | kBarrierCall);
+    SendPending(a);
+  }
+
   void OnMessage(SimAgent& a, Call call) {
     switch (call) {
       case Call::kLiveness:
-        if (a.answered) {
+        if (!event_.ParseFromString(a.event)) {
+          Fail(a, "a liveness message does not parse as a JobEvent");
+          break;
+        }
+        if (event_.has_joined()) {
+          if (event_.joined().code() != 0) {
+            Fail(a, "the join was refused: " + event_.joined().message());
+            break;
+          }
+          OnJoined(a, event_.joined().assignment());
+        } else if (a.answered) {
           shared_.progress.heartbeats_answered.fetch_add(1, std::memory_order_relaxed);
         } else {
           a.answered = true;
@@ -684,11 +712,7 @@ class H2Agents::Loop {
           Fail(a, "the Join answer does not parse as an Assignment");
           break;
         }
-        a.joined = true;
-        a.process_id = assignment_.rank_offset();
-        Count(&AgentProgress::joined, &AgentProgress::joined_at);
-        a.pending = static_cast<uint8_t>(a.pending | kBarrierCall);
-        SendPending(a);
+        OnJoined(a, assignment_);
         break;
       case Call::kBarrier:
         if (a.passed) break;
@@ -822,8 +846,10 @@ class H2Agents::Loop {
   bool opened_ = false;
   int slot_ = 0;
   // Scratch messages, refilled per agent: no allocation per send once their strings have grown.
-  v1::AgentHeartbeat hello_;
+  v1::AgentHeartbeat hello_;  // a heartbeat: the node rank only
+  v1::AgentHeartbeat first_;  // the stream's first message, which joins round 0
   v1::JoinRequest join_;
+  v1::JobEvent event_;
   v1::BarrierRequest barrier_;
   v1::Assignment assignment_;
   std::thread thread_;

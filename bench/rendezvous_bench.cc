@@ -3,17 +3,17 @@
 //
 // The service runs in a process of its own (coordinator_process.h), so its memory and CPU are measured
 // apart. The agents live in this process and do on the wire what runtime/agent.cc does: open the liveness
-// stream (token in the metadata, first message names the node), Join (8 device tokens, one worker), and then
-// wait at barrier "bench" over every worker. They heartbeat every --heartbeat-ms like the real agent (1 s)
-// and keep reading the stream's answers. Two simulations (--client):
+// stream (token in the metadata, first message names the node and joins: 8 device tokens, one worker), and
+// then wait at barrier "bench" over every worker. They heartbeat every --heartbeat-ms like the real agent (1
+// s) and keep reading the stream's answers. Two simulations (--client):
 // - raw (the default): gRPC over HTTP/2 written by hand on epoll loops (h2_agents.h): ~80 us of CPU per
 //   agent with a connection each, nearly all of it the kernel's loopback TCP (~30 us at 10 agents per
-//   connection), so that the coordinator is what is measured. Join leaves beside the stream's first
-//   message, as Agent::Join sends it.
+//   connection), so that the coordinator is what is measured. The join travels in the stream's first
+//   message, as Agent sends it, and its answer comes back on the stream.
 // - grpc: state machines on gRPC's asynchronous client API, ~500 us of CPU per agent (gRPC's per-channel
 //   machinery, and Debian's gRPC checks every completion-queue event against every outstanding tag). They
-//   wait for the stream's first answer before they Join (the agent's order before it sent both at once);
-//   headers are corked into the first message.
+//   wait for the stream's first answer and then call Join (the agent's way before it joined on its
+//   stream); headers are corked into the first message.
 //
 // Connections: a real agent is its own process with its own HTTP/2 connection. Here each group of
 // --agents-per-connection agents shares one connection (grpc: one channel with a local subchannel pool, so

@@ -90,9 +90,11 @@ JobDecision ToDecision(const JobEvent& e) {
       d.reason = DescribeFailure(e.root_cause);
       break;
     case JobEvent::Kind::kComplete:
-    case JobEvent::Kind::kHeartbeat:
       d.kind = JobDecision::Kind::kComplete;
       break;
+    case JobEvent::Kind::kHeartbeat:
+    case JobEvent::Kind::kJoined:
+      break;  // not decisions: TakeDecisions leaves them out, and the agent keeps join answers itself
   }
   return d;
 }
@@ -264,7 +266,8 @@ int RuntimeLink::event_fd() const { return agent_->event_fd(); }
 std::vector<JobDecision> RuntimeLink::TakeDecisions() {
   std::vector<JobDecision> out;
   for (const JobEvent& e : agent_->TakeEvents()) {
-    if (e.kind != JobEvent::Kind::kHeartbeat) out.push_back(ToDecision(e));
+    if (e.kind != JobEvent::Kind::kHeartbeat && e.kind != JobEvent::Kind::kJoined)
+      out.push_back(ToDecision(e));
   }
   return out;
 }

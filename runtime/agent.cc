@@ -18,6 +18,10 @@ GrpcClientConfig ClientConfig(const AgentConfig& config) {
   return c;
 }
 
+// The service answers a join by the initialization timeout; this much longer the agent waits for the answer
+// to travel before it gives up on its own.
+constexpr std::chrono::seconds kJoinAnswerMargin{5};
+
 std::string Seconds(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + "s" : std::to_string(d.count()) + "ms";
 }
@@ -28,16 +32,21 @@ Agent::Agent(AgentConfig config)
     : config_(std::move(config)), client_(ClientConfig(config_)), started_(std::chrono::steady_clock::now()) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  // The stream's first message joins round 0: rendezvous costs the coordinator no call of its own.
+  NodeJoin first_join = config_.join;
+  first_join.restart_round = 0;
   stream_ = client_.OpenLiveness(
       config_.join.node_rank, [this](const JobEvent& e) { Push(e); },
       [this](const Status& s) {
         {
           std::lock_guard lock(mu_);
           lost_reason_ = s.message.empty() ? StatusCodeName(s.code) : s.message;
+          stream_closed_ = true;
         }
         CoordinatorLost("the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " +
                         s.message + ")");
-      });
+      },
+      first_join);
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
 }
 
@@ -54,23 +63,35 @@ Agent::~Agent() {
 }
 
 Status Agent::Join(int restart_round, NodeAssignment* assignment) {
-  // Sent at once, beside the liveness stream's first message, not after its answer: the service replays a
-  // restart it broadcast before the stream attached, and catches a node whose stream never comes by its
-  // heartbeat deadline. One round trip instead of two.
-  NodeJoin join = config_.join;
-  join.restart_round = restart_round;
-  // Rendezvous needs the connection first: get it without gRPC's 100 ms pause after a refusal. If it does
-  // not come soon, the Join call below keeps waiting for it (and says why it failed).
-  if (restart_round == 0 && !config_.in_process_channel) client_.Connect(std::chrono::seconds(1));
-  Status s = client_.Join(join, config_.initialization_timeout, assignment);
-  std::lock_guard lock(mu_);
-  if (s.ok()) {
-    round_ = restart_round;
-  } else if (!lost_reason_.empty()) {
-    // The stream's own end says most (a refused token, a node rank given twice).
-    s.message = "cannot join the distrun runtime at " + config_.coordinator_address + ": " + lost_reason_;
+  // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
+  // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.
+  if (restart_round == 0) {
+    // Get the connection without gRPC's 100 ms pause after a refusal (node 0 may not listen yet).
+    if (!config_.in_process_channel) client_.Connect(std::chrono::seconds(1));
+  } else {
+    {
+      std::lock_guard lock(mu_);
+      join_answer_.reset();
+    }
+    NodeJoin join = config_.join;
+    join.restart_round = restart_round;
+    stream_->SendJoin(join);
   }
-  return s;
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, config_.initialization_timeout + kJoinAnswerMargin,
+               [this] { return join_answer_ || stream_closed_ || closing_; });
+  if (!join_answer_) {
+    return {StatusCode::kUnavailable,
+            lost_reason_.empty()
+                ? "no answer from the distrun runtime at " + config_.coordinator_address +
+                      " within the initialization timeout"
+                : "cannot join the distrun runtime at " + config_.coordinator_address + ": " + lost_reason_};
+  }
+  const JobEvent answer = *join_answer_;
+  if (!answer.join_status.ok()) return answer.join_status;
+  *assignment = answer.assignment;
+  round_ = restart_round;
+  return Status::Ok();
 }
 
 Status Agent::ReportFailure(const FailedWorker& failure, bool* root_cause) {
@@ -95,6 +116,11 @@ void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
   last_answer_ = std::chrono::steady_clock::now();
   if (event.kind == JobEvent::Kind::kHeartbeat) return;
+  if (event.kind == JobEvent::Kind::kJoined) {
+    join_answer_ = event;
+    cv_.notify_all();
+    return;
+  }
   if (event.kind != JobEvent::Kind::kRestart) ended_ = true;
   events_.push_back(event);
   uint64_t one = 1;

@@ -72,6 +72,8 @@ class Agent {
   std::chrono::steady_clock::time_point started_;
   std::optional<std::chrono::steady_clock::time_point> last_answer_;
   std::string lost_reason_;  // why the liveness stream ended, once it has
+  bool stream_closed_ = false;
+  std::optional<JobEvent> join_answer_;  // the answer to the latest join
 
   std::unique_ptr<LivenessStream> stream_;
   std::thread heartbeat_;

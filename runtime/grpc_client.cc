@@ -22,7 +22,8 @@ constexpr auto kWaitMargin = 5s;
 class Stream final : public LivenessStream {
  public:
   Stream(v1::Coordination::Stub& stub, const std::string& token, int node_rank,
-         std::function<void(const JobEvent&)> on_event, std::function<void(const Status&)> on_closed)
+         std::function<void(const JobEvent&)> on_event, std::function<void(const Status&)> on_closed,
+         const std::optional<NodeJoin>& first_join)
       : on_event_(std::move(on_event)), on_closed_(std::move(on_closed)) {
     ctx_.AddMetadata(kTokenHeader, token);
     // A coordinator that is still starting is waited for; the agent's heartbeat timeout bounds that.
@@ -31,6 +32,8 @@ class Stream final : public LivenessStream {
     ctx_.set_initial_metadata_corked(true);
     stream_ = stub.Liveness(&ctx_);
     first_.set_node_rank(node_rank);
+    heartbeat_.set_node_rank(node_rank);
+    if (first_join) ToProto(*first_join, first_.mutable_join());
     reader_ = std::thread([this] { Read(); });
   }
 
@@ -41,7 +44,15 @@ class Stream final : public LivenessStream {
     // must not block on it, it has timeouts to check.
     std::unique_lock lock(write_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return true;
-    return !closed_ && stream_->Write(first_);
+    return !closed_ && stream_->Write(heartbeat_);
+  }
+
+  bool SendJoin(const NodeJoin& join) override {
+    v1::AgentHeartbeat message;
+    message.set_node_rank(heartbeat_.node_rank());
+    ToProto(join, message.mutable_join());
+    std::lock_guard lock(write_mu_);
+    return !closed_ && stream_->Write(message);
   }
 
   // Safe from any thread and more than once; from the reader thread itself (an event callback) it only
@@ -77,7 +88,8 @@ class Stream final : public LivenessStream {
   std::function<void(const Status&)> on_closed_;
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::AgentHeartbeat, v1::JobEvent>> stream_;
-  v1::AgentHeartbeat first_;
+  v1::AgentHeartbeat first_;      // names the node, and may join round 0
+  v1::AgentHeartbeat heartbeat_;  // names the node only
   std::mutex write_mu_;
   bool closed_ = false;
   std::once_flag joined_;
@@ -293,9 +305,10 @@ Status GrpcClient::Barrier(const std::string& name, int process_id, int count,
 
 std::unique_ptr<LivenessStream> GrpcClient::OpenLiveness(int node_rank,
                                                          std::function<void(const JobEvent&)> on_event,
-                                                         std::function<void(const Status&)> on_closed) {
+                                                         std::function<void(const Status&)> on_closed,
+                                                         const std::optional<NodeJoin>& first_join) {
   return std::make_unique<Stream>(*impl_->stub_, impl_->config_.token, node_rank, std::move(on_event),
-                                  std::move(on_closed));
+                                  std::move(on_closed), first_join);
 }
 
 }  // namespace distrun

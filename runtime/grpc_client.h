@@ -39,6 +39,9 @@ class LivenessStream {
   virtual ~LivenessStream() = default;
   // False once the stream has ended.
   virtual bool SendHeartbeat() = 0;
+  // Joins a round on the stream; the answer arrives as a kJoined event. Blocks until it is written (or the
+  // stream ended: false).
+  virtual bool SendJoin(const NodeJoin& join) = 0;
   // Ends the stream (and its thread) from this side; on_closed still runs once.
   virtual void Close() = 0;
 };
@@ -75,10 +78,12 @@ class GrpcClient {
   Status KvList(const std::string& prefix, std::vector<std::pair<std::string, std::string>>* entries);
   Status Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout);
 
-  // Opens node `node_rank`'s liveness stream (its first message says who it is). `on_event` and then,
-  // exactly once, `on_closed` run on the stream's reader thread.
+  // Opens node `node_rank`'s liveness stream (its first message says who it is, and joins round
+  // `first_join->restart_round` when given). `on_event` and then, exactly once, `on_closed` run on the
+  // stream's reader thread.
   std::unique_ptr<LivenessStream> OpenLiveness(int node_rank, std::function<void(const JobEvent&)> on_event,
-                                               std::function<void(const Status&)> on_closed);
+                                               std::function<void(const Status&)> on_closed,
+                                               const std::optional<NodeJoin>& first_join = std::nullopt);
 
  private:
   class Impl;

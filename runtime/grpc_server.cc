@@ -296,8 +296,9 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       }
       if (!stream_id_) {
         uint64_t id = 0;
+        in_node_rank_ = in_.node_rank();
         Status s = impl_.service_.AttachAgent(
-            in_.node_rank(), [this](const JobEvent& e) { Enqueue(e); }, &id);
+            in_node_rank_, [this](const JobEvent& e) { Enqueue(e); }, &id);
         if (!s.ok()) {
           Close(ToGrpc(s));
           return;
@@ -306,12 +307,13 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
           std::lock_guard lock(mu_);
           stream_id_ = id;
         }
-        // Answered at once: the agent waits for this before it joins, so that every node in rendezvous
-        // has a registered stream (its loss is noticed, and restart events reach it).
+        // Answered at once: the agent's first sign of a live coordinator (its heartbeat timeout counts from
+        // the last answer).
         Enqueue(JobEvent{});
-      } else {
+      } else if (!in_.has_join()) {
         impl_.service_.Heartbeat(*stream_id_);
       }
+      if (in_.has_join()) Join(in_.join());
       StartRead(&in_);
     }
 
@@ -361,6 +363,27 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       }
     }
 
+    // A join sent on the stream: the answer comes back on it. The reactor stays alive until the service has
+    // answered, which it always does (rendezvous completes, fails, times out, or the service shuts down).
+    void Join(const v1::JoinRequest& request) {
+      NodeJoin join = FromProto(request);
+      if (join.node_rank != in_node_rank_) {
+        Close({grpc::StatusCode::INVALID_ARGUMENT, "node " + std::to_string(in_node_rank_) +
+                                                       "'s liveness stream joined as node " +
+                                                       std::to_string(join.node_rank)});
+        return;
+      }
+      Ref();
+      impl_.service_.Join(join, [this](const Status& status, const NodeAssignment& assignment) {
+        JobEvent answer;
+        answer.kind = JobEvent::Kind::kJoined;
+        answer.join_status = status;
+        answer.assignment = assignment;
+        Enqueue(answer);
+        Unref();
+      });
+    }
+
     void Detach() {
       std::optional<uint64_t> id;
       {
@@ -378,6 +401,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     std::deque<v1::JobEvent> queue_;
     bool writing_ = false;
     bool finished_ = false;
+    int in_node_rank_ = -1;  // from the stream's first message
   };
 
   grpc::ServerBidiReactor<v1::AgentHeartbeat, v1::JobEvent>* Liveness(

@@ -63,6 +63,10 @@ class EventLog {
     });
     return found;
   }
+  void Clear() {
+    std::lock_guard lock(mu_);
+    events_.clear();
+  }
   std::optional<Status> WaitClosed(std::chrono::milliseconds timeout = 5s) {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, timeout, [&] { return closed_.has_value(); });
@@ -160,9 +164,10 @@ class SlowProxy {
 
 class GrpcTest : public ::testing::Test {
  protected:
-  void StartServer(int nodes, size_t max_message_bytes = 1 << 20) {
+  void StartServer(int nodes, size_t max_message_bytes = 1 << 20, int max_restarts = 0) {
     ServiceConfig sc;
     sc.num_nodes = nodes;
+    sc.max_restarts = max_restarts;
     sc.run_id = "r1";
     sc.initialization_timeout = 20s;
     sc.heartbeat_timeout = 20s;
@@ -326,6 +331,64 @@ TEST_F(GrpcTest, JoinLivenessAndFailurePropagation) {
     EXPECT_EQ(stop->root_cause.process_id, 3);
     EXPECT_EQ(stop->root_cause.host, "host1");
   }
+}
+
+TEST_F(GrpcTest, NodesJoinOnTheirLivenessStreams) {
+  StartServer(2, 1 << 20, /*max_restarts=*/1);
+  auto c0 = Client();
+  auto c1 = Client();
+  EventLog e0, e1;
+  auto s1 = c1->OpenLiveness(1, e1.Sink(), e1.Closed(), Node(1, 2, 3));
+  EXPECT_FALSE(e1.WaitFor(JobEvent::Kind::kJoined, 100ms)) << "answered before every node joined";
+  auto s0 = c0->OpenLiveness(0, e0.Sink(), e0.Closed(), Node(0, 2, 2));
+  auto j0 = e0.WaitFor(JobEvent::Kind::kJoined);
+  auto j1 = e1.WaitFor(JobEvent::Kind::kJoined);
+  ASSERT_TRUE(j0 && j1);
+  ASSERT_TRUE(j1->join_status.ok()) << j1->join_status.message;
+  EXPECT_EQ(j0->assignment.rank_offset, 0);
+  EXPECT_EQ(j1->assignment.rank_offset, 2);
+  EXPECT_EQ(j1->assignment.num_processes, 5);
+  EXPECT_EQ(j1->assignment.master_port, 1234);
+
+  // A restart: both join round 1 on the same streams.
+  bool root = false;
+  ASSERT_TRUE(c0->ReportFailure(0, FailedWorker{0, "host0", 1, 3, "exited with code 3"}, &root).ok());
+  ASSERT_TRUE(e1.WaitFor(JobEvent::Kind::kRestart));
+  NodeJoin again0 = Node(0, 2, 2), again1 = Node(1, 2, 3);
+  again0.restart_round = again1.restart_round = 1;
+  EventLog* logs[] = {&e0, &e1};
+  for (EventLog* e : logs) e->Clear();
+  ASSERT_TRUE(s0->SendJoin(again0));
+  ASSERT_TRUE(s1->SendJoin(again1));
+  auto r1 = e1.WaitFor(JobEvent::Kind::kJoined);
+  ASSERT_TRUE(r1 && r1->join_status.ok());
+  EXPECT_EQ(r1->assignment.restart_round, 1);
+}
+
+TEST_F(GrpcTest, AJoinOnTheStreamThatIsRefusedSaysWhy) {
+  StartServer(2);
+  auto c = Client();
+  EventLog events;
+  auto stream = c->OpenLiveness(0, events.Sink(), events.Closed(), Node(0, 3, 1));  // the job has 2 nodes
+  auto answer = events.WaitFor(JobEvent::Kind::kJoined);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->join_status.code, StatusCode::kInvalidArgument);
+  EXPECT_NE(answer->join_status.message.find("expects 3 nodes, but the job has 2"), std::string::npos)
+      << answer->join_status.message;
+}
+
+TEST_F(GrpcTest, AStreamCannotJoinForAnotherNode) {
+  StartServer(2);
+  auto c = Client();
+  EventLog events;
+  auto stream = c->OpenLiveness(0, events.Sink(), events.Closed());
+  ASSERT_TRUE(Answered(*stream, events));
+  ASSERT_TRUE(stream->SendJoin(Node(1, 2, 1)));
+  std::optional<Status> closed = events.WaitClosed();
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(closed->code, StatusCode::kInvalidArgument);
+  EXPECT_NE(closed->message.find("node 0's liveness stream joined as node 1"), std::string::npos)
+      << closed->message;
 }
 
 TEST_F(GrpcTest, BrokenStreamStopsTheJobAtOnce) {

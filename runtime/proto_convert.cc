@@ -142,6 +142,14 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
     case JobEvent::Kind::kComplete:
       out->mutable_complete();
       break;
+    case JobEvent::Kind::kJoined: {
+      grpc::Status status = ToGrpc(in.join_status);
+      v1::JoinAnswer* answer = out->mutable_joined();
+      answer->set_code(static_cast<int32_t>(status.error_code()));
+      answer->set_message(status.error_message());
+      if (in.join_status.ok()) ToProto(in.assignment, answer->mutable_assignment());
+      break;
+    }
   }
 }
 
@@ -160,6 +168,12 @@ JobEvent FromProto(const v1::JobEvent& in) {
       break;
     case v1::JobEvent::kComplete:
       e.kind = JobEvent::Kind::kComplete;
+      break;
+    case v1::JobEvent::kJoined:
+      e.kind = JobEvent::Kind::kJoined;
+      e.join_status =
+          FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(in.joined().code()), in.joined().message()));
+      if (e.join_status.ok()) e.assignment = FromProto(in.joined().assignment());
       break;
     default:
       e.kind = JobEvent::Kind::kHeartbeat;

@@ -73,11 +73,13 @@ struct FailedWorker {
 std::string DescribeFailure(const FailedWorker& failure);
 
 struct JobEvent {
-  enum class Kind { kHeartbeat, kStop, kRestart, kComplete };
+  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined };
   Kind kind = Kind::kHeartbeat;
   int exit_code = 0;      // kStop
   int restart_round = 0;  // kRestart: the round to join next
   FailedWorker root_cause;
+  Status join_status;         // kJoined: the answer to a join sent on the stream
+  NodeAssignment assignment;  // kJoined, when join_status is OK
 };
 
 struct CasResult {
