@@ -4,8 +4,10 @@
 // The service runs in a process of its own (coordinator_process.h), so its memory and CPU are measured
 // apart. The agents live in this process and do on the wire what runtime/agent.cc does: open the liveness
 // stream (token in the metadata, first message names the node and joins: 8 device tokens, one worker), and
-// then wait at barrier "bench" over every worker. They heartbeat every --heartbeat-ms like the real agent (1
-// s) and keep reading the stream's answers. Two simulations (--client):
+// then wait at barrier "bench" over every worker. They heartbeat as real agents of a job of that many nodes
+// do with distrun's default --heartbeat-timeout of 10 s (runtime/agent.h HeartbeatInterval: every 1 s up to
+// 2,000 nodes, 3.3 s at 10,000), or every --heartbeat-ms (0: never), and keep reading the stream's answers;
+// --heartbeat-timeout-ms is the coordinator's. Two simulations (--client):
 // - raw (the default): gRPC over HTTP/2 written by hand on epoll loops (h2_agents.h): ~80 us of CPU per
 //   agent with a connection each, nearly all of it the kernel's loopback TCP (~30 us at 10 agents per
 //   connection), so that the coordinator is what is measured. The join travels in the stream's first
@@ -44,6 +46,7 @@
 #include "flags.h"
 #include "h2_agents.h"
 #include "proc_stats.h"
+#include "runtime/agent.h"
 #include "runtime/distrun.grpc.pb.h"
 
 namespace distrun::bench {
@@ -86,7 +89,7 @@ struct Run {
   int threads = 2;
   int heartbeat_ms = 1000;
   int hold_s = 0;
-  int heartbeat_timeout_ms = 100'000;  // the coordinator's; the service's default
+  int heartbeat_timeout_ms = 10'000;  // the coordinator's; distrun's default --heartbeat-timeout
   std::string perf_file;
 };
 
@@ -477,11 +480,14 @@ int RendezvousBench(const Flags& flags) {
   run.client = flags.Get("client", "raw");
   run.per_connection = static_cast<int>(flags.Int("agents-per-connection", 1));
   run.threads = static_cast<int>(flags.Int("threads", 2));
-  run.heartbeat_ms = static_cast<int>(flags.Int("heartbeat-ms", 1000));
+  // By default what distrun does: its default --heartbeat-timeout (10 s), and the agents' interval for a
+  // job of that many nodes (runtime/agent.h), set per run below.
+  run.heartbeat_ms = static_cast<int>(flags.Int("heartbeat-ms", -1));
   run.hold_s = static_cast<int>(flags.Int("hold-s", 0));
   run.perf_file = flags.Get("perf", "");
-  run.heartbeat_timeout_ms = static_cast<int>(flags.Int("heartbeat-timeout-ms", 100'000));
-  if (run.per_connection < 1 || run.threads < 1 || run.heartbeat_ms < 0) {
+  run.heartbeat_timeout_ms = static_cast<int>(flags.Int("heartbeat-timeout-ms", 10'000));
+  const bool agent_heartbeats = run.heartbeat_ms < 0;
+  if (run.per_connection < 1 || run.threads < 1 || run.heartbeat_timeout_ms < 1) {
     throw std::invalid_argument("--agents-per-connection and --threads must be positive");
   }
   if (run.client != "raw" && run.client != "grpc") {
@@ -494,12 +500,18 @@ int RendezvousBench(const Flags& flags) {
   // Two descriptors per connection would do; the rest is gRPC's own (eventfds, epoll) and stdio.
   int most = *std::max_element(counts.begin(), counts.end());
   uint64_t limit = RaiseFdLimit(static_cast<uint64_t>(most / run.per_connection) * 2 + 4096);
-  std::printf("descriptor limit %llu; client %s, threads %d; heartbeats every %d ms\n",
-              static_cast<unsigned long long>(limit), run.client.c_str(), run.threads, run.heartbeat_ms);
+  std::printf("descriptor limit %llu; client %s, threads %d; heartbeat timeout %d ms\n",
+              static_cast<unsigned long long>(limit), run.client.c_str(), run.threads,
+              run.heartbeat_timeout_ms);
   int rc = 0;
   for (int n : counts) {
     if (n < 1) throw std::invalid_argument("--agents needs positive counts");
     run.agents = n;
+    if (agent_heartbeats) {
+      run.heartbeat_ms =
+          static_cast<int>(HeartbeatInterval(std::chrono::milliseconds(run.heartbeat_timeout_ms), n).count());
+    }
+    std::printf("%d agents heartbeat every %d ms\n", n, run.heartbeat_ms);
     if (run.client == "raw") {
       rc |= RunOnce(run, [&](const std::string& address) {
         return std::make_unique<H2Agents>(RawOptions(run, address));

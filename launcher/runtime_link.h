@@ -33,9 +33,6 @@ struct JobToken {
 };
 JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env);
 
-// How often each agent of a job of `num_nodes` sends a heartbeat, given --heartbeat-timeout.
-std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes);
-
 class RuntimeLink final : public JobLink {
  public:
   // Starts the service when this distrun is node 0, then this node's agent. Throws JobLinkError when the

@@ -85,14 +85,5 @@ TEST(JobToken, SeveralDistrunsWithoutATokenShareOneDerivedFromTheJobAndSaySo) {
   EXPECT_NE(a.value, other_job.value);
 }
 
-TEST(HeartbeatInterval, FiveTimesPerTimeoutAtMostOnceASecondAndSlowerInBigJobs) {
-  using std::chrono::milliseconds;
-  EXPECT_EQ(HeartbeatInterval(milliseconds(10'000), 1), milliseconds(1000));
-  EXPECT_EQ(HeartbeatInterval(milliseconds(2'000), 4), milliseconds(400));
-  EXPECT_EQ(HeartbeatInterval(milliseconds(100), 1), milliseconds(33));  // a third of the timeout at least
-  EXPECT_EQ(HeartbeatInterval(milliseconds(100'000), 10'000), milliseconds(5'000));
-  EXPECT_EQ(HeartbeatInterval(milliseconds(10'000), 100'000), milliseconds(3'333));
-}
-
 }  // namespace
 }  // namespace distrun

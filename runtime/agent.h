@@ -29,6 +29,9 @@ struct AgentConfig {
   std::chrono::milliseconds heartbeat_timeout{100'000};
 };
 
+// How often each agent of a job of `num_nodes` sends a heartbeat, given the heartbeat timeout.
+std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes);
+
 class Agent {
  public:
   // Opens the liveness stream at once, so that the wait for rendezvous is already watched.

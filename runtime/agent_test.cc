@@ -176,5 +176,14 @@ TEST_F(AgentTest, RestartRoundRejoins) {
   EXPECT_EQ(e->exit_code, 4);
 }
 
+TEST(HeartbeatInterval, FiveTimesPerTimeoutAtMostOnceASecondAndSlowerInBigJobs) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(HeartbeatInterval(milliseconds(10'000), 1), milliseconds(1000));
+  EXPECT_EQ(HeartbeatInterval(milliseconds(2'000), 4), milliseconds(400));
+  EXPECT_EQ(HeartbeatInterval(milliseconds(100), 1), milliseconds(33));  // a third of the timeout at least
+  EXPECT_EQ(HeartbeatInterval(milliseconds(100'000), 10'000), milliseconds(5'000));
+  EXPECT_EQ(HeartbeatInterval(milliseconds(10'000), 100'000), milliseconds(3'333));
+}
+
 }  // namespace
 }  // namespace distrun
