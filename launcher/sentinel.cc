@@ -170,7 +170,7 @@ std::string FindSentinelProgram(const std::string& self) {
   return {};
 }
 
-Sentinel Sentinel::Start(const std::string& program) {
+Sentinel Sentinel::Start(const std::string& program, bool fork_if_that_fails) {
   unsigned long long since = StartTime(std::to_string(::getpid()));
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
@@ -186,6 +186,9 @@ Sentinel Sentinel::Start(const std::string& program) {
       s.pid_ = pid;
       s.to_sentinel_ = std::move(ours);
       return s;
+    }
+    if (!fork_if_that_fails) {
+      throw std::runtime_error("cannot start " + program + ": " + std::strerror(errno));
     }
     // A program that cannot be started is not fatal: the fork below does the same work.
   }

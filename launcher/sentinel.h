@@ -25,7 +25,9 @@ class Sentinel {
   // fork of distrun, which copies distrun's page tables and costs it copy-on-write faults afterwards.
   // Call while distrun is single-threaded, after blocking the signals distrun handles (the sentinel keeps
   // them blocked and so survives a Ctrl-C), and before any worker starts.
-  static Sentinel Start(const std::string& program = {});
+  // `fork_if_that_fails` false: a program that cannot be started is an error (std::runtime_error), for a
+  // caller on a thread of its own, where forking is not safe.
+  static Sentinel Start(const std::string& program = {}, bool fork_if_that_fails = true);
 
   Sentinel() = default;
   Sentinel(Sentinel&& other) noexcept;

@@ -109,10 +109,17 @@ void Supervisor::SetUpProcess() {
     log_->warn("cannot become a child subreaper ({}); orphaned processes of workers may outlive the job",
                std::strerror(errno));
   }
-  // distrun-sentinel beside this program, started without copying distrun; else a fork.
+  // distrun-sentinel beside this program, started without copying distrun, on a thread of its own while
+  // the runtime starts (posix_spawn waits for the program's exec); else a fork, while distrun is still
+  // single-threaded. The signals masked above are masked in that thread and in the sentinel too.
   std::error_code ec;
-  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  sentinel_ = Sentinel::Start(FindSentinelProgram(self));
+  std::string program = FindSentinelProgram(std::filesystem::read_symlink("/proc/self/exe", ec).string());
+  if (program.empty()) {
+    sentinel_ = Sentinel::Start();
+  } else {
+    sentinel_starting_ = std::async(
+        std::launch::async, [program] { return Sentinel::Start(program, /*fork_if_that_fails=*/false); });
+  }
   non_default_signals_ = NonDefaultSignals();
   signal_fd_.Reset(::signalfd(-1, &handled_, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!signal_fd_) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
@@ -206,6 +213,7 @@ int Supervisor::Run() {
                                std::chrono::duration<double>(options_.timeout_s));
   }
   if (pending_stop_) {
+    AwaitSentinel();
     sentinel_.Dismiss();
     log_->error("{}; not starting the workers", pending_stop_->second);
     return pending_stop_->first;
@@ -215,6 +223,7 @@ int Supervisor::Run() {
       link_ = make_link_();
       WatchFd(link_->event_fd(), POLLIN, [this](short) { OnJobDecisions(); });
     }
+    AwaitSentinel();
     while (true) {
       if (link_) JoinRound(restart_count_);
       StartWorkers();
@@ -244,6 +253,18 @@ int Supervisor::Run() {
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   return exit_code_;
+}
+
+void Supervisor::AwaitSentinel() {
+  if (!sentinel_starting_.valid()) return;
+  try {
+    sentinel_ = sentinel_starting_.get();
+  } catch (const std::exception& e) {
+    log_->warn(
+        "{}; if distrun is killed with SIGKILL, processes that left their worker's process group may "
+        "survive",
+        e.what());
+  }
 }
 
 bool Supervisor::ShouldRestart() const {

@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <set>
@@ -102,6 +103,8 @@ class Supervisor {
   void Loop();
   void FinishRun();
   bool ShouldRestart() const;
+  // Takes the sentinel started on a thread of its own, before anything needs it.
+  void AwaitSentinel();
 
   void BeginStop(StopReason reason, int exit_code, int first_signal = SIGTERM);
   void SignalJob(int signal);
@@ -149,6 +152,7 @@ class Supervisor {
   pid_t terminal_owner_ = 0;  // the worker group that has the terminal
   UniqueFd signal_fd_;
   Sentinel sentinel_;
+  std::future<Sentinel> sentinel_starting_;  // distrun-sentinel being started beside the runtime
 
   Phase phase_ = Phase::kIdle;
   StopReason stop_reason_ = StopReason::kNone;

@@ -120,7 +120,11 @@ Status Agent::ReportSuccess() {
     std::lock_guard lock(mu_);
     round = round_;
   }
-  return client_.ReportSuccess(config_.join.node_rank, round);
+  // On the liveness stream, unanswered: the job's completion (or stop) comes back on it as an event.
+  if (!stream_->SendSuccess(round)) {
+    return {StatusCode::kUnavailable, "the liveness stream to " + config_.coordinator_address + " has ended"};
+  }
+  return Status::Ok();
 }
 
 void Agent::Push(const JobEvent& event) {

@@ -47,6 +47,15 @@ class Stream final : public LivenessStream {
     return !closed_ && stream_->Write(heartbeat_);
   }
 
+  bool SendSuccess(int restart_round) override {
+    v1::AgentHeartbeat message;
+    message.set_node_rank(heartbeat_.node_rank());
+    message.mutable_success()->set_node_rank(heartbeat_.node_rank());
+    message.mutable_success()->set_restart_round(restart_round);
+    std::lock_guard lock(write_mu_);
+    return !closed_ && stream_->Write(message);
+  }
+
   bool SendJoin(const NodeJoin& join) override {
     v1::AgentHeartbeat message;
     message.set_node_rank(heartbeat_.node_rank());

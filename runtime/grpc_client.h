@@ -42,6 +42,8 @@ class LivenessStream {
   // Joins a round on the stream; the answer arrives as a kJoined event. Blocks until it is written (or the
   // stream ended: false).
   virtual bool SendJoin(const NodeJoin& join) = 0;
+  // Every worker of this node exited 0 in `restart_round` (the ReportSuccess call's news, unanswered).
+  virtual bool SendSuccess(int restart_round) = 0;
   // Ends the stream (and its thread) from this side; on_closed still runs once.
   virtual void Close() = 0;
 };

@@ -310,10 +310,14 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
         // Answered at once: the agent's first sign of a live coordinator (its heartbeat timeout counts from
         // the last answer).
         Enqueue(JobEvent{});
-      } else if (!in_.has_join()) {
+      } else if (!in_.has_join() && !in_.has_success()) {
         impl_.service_.Heartbeat(*stream_id_);
       }
       if (in_.has_join()) Join(in_.join());
+      if (in_.has_success()) {
+        Status s = impl_.service_.ReportSuccess(in_node_rank_, in_.success().restart_round());
+        if (!s.ok()) impl_.log_->debug("node {}'s success report: {}", in_node_rank_, s.message);
+      }
       StartRead(&in_);
     }
 

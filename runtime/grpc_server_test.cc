@@ -365,6 +365,22 @@ TEST_F(GrpcTest, NodesJoinOnTheirLivenessStreams) {
   EXPECT_EQ(r1->assignment.restart_round, 1);
 }
 
+TEST_F(GrpcTest, SuccessReportedOnTheStreamsCompletesTheJob) {
+  StartServer(2);
+  auto c0 = Client();
+  auto c1 = Client();
+  EventLog e0, e1;
+  auto s0 = c0->OpenLiveness(0, e0.Sink(), e0.Closed(), Node(0, 2, 1));
+  auto s1 = c1->OpenLiveness(1, e1.Sink(), e1.Closed(), Node(1, 2, 1));
+  ASSERT_TRUE(e0.WaitFor(JobEvent::Kind::kJoined) && e1.WaitFor(JobEvent::Kind::kJoined));
+  ASSERT_TRUE(s0->SendSuccess(0));
+  EXPECT_FALSE(e1.WaitFor(JobEvent::Kind::kComplete, 100ms)) << "complete before every node succeeded";
+  ASSERT_TRUE(s1->SendSuccess(0));
+  EXPECT_TRUE(e0.WaitFor(JobEvent::Kind::kComplete));
+  EXPECT_TRUE(e1.WaitFor(JobEvent::Kind::kComplete));
+  EXPECT_EQ(service->State(), JobState::kSucceeded);
+}
+
 TEST_F(GrpcTest, AJoinOnTheStreamThatIsRefusedSaysWhy) {
   StartServer(2);
   auto c = Client();
