@@ -53,8 +53,9 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
         s.log = log_;
         return s;
       }()),
-      // One start at a time per CPU (up to 4): more would only compete with the workers already running.
-      spawner_(static_cast<size_t>(std::clamp(env_.cpu_count, 1, 4))),
+      // Two starts at a time per CPU (up to 8): a start mostly waits for its child to reach exec, and the CPU
+      // runs the children meanwhile (8 workers on 2 CPUs: 2 threads gave 0.97-1.01 of mpiexec, 4 gave 0.97-0.98).
+      spawner_(static_cast<size_t>(std::clamp(2 * env_.cpu_count, 1, 8))),
       buffer_(kReadChunk) {}
 
 Supervisor::~Supervisor() {
