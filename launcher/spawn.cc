@@ -69,6 +69,7 @@ struct ChildPlan {
   char** sh_argv = nullptr;  // {"/bin/sh", <candidate>, args..., nullptr} for scripts without #!
   const std::vector<unsigned long>* cpu_mask = nullptr;  // CpuMaskWords of SpawnSpec::cpus; null: inherit
   const std::vector<int>* reset_signals = nullptr;       // NonDefaultSignals()
+  const rlimit* descriptor_limit = nullptr;              // null: inherit distrun's
 };
 
 [[noreturn]] DISTRUN_CHILD_SIDE void RunChild(const ChildPlan& p) {
@@ -80,6 +81,9 @@ struct ChildPlan {
   // Before the worker can read the terminal (as a shell does, in both parent and child; SIGTTOU is still
   // ignored here, so a background caller may do it).
   if (p.foreground) ::tcsetpgrp(STDIN_FILENO, ::getpid());
+  if (p.descriptor_limit != nullptr && ::setrlimit(RLIMIT_NOFILE, p.descriptor_limit) != 0) {
+    ChildFail(p.report_fd, kStageSetup, errno, -1);
+  }
   // Before exec, so the worker's first instruction already runs on its CPUs (and its threads inherit them).
   if (p.cpu_mask != nullptr) {
     if (int error = ApplyCpuMask(*p.cpu_mask); error != 0) ChildFail(p.report_fd, kStageAffinity, error, -1);
@@ -271,6 +275,7 @@ Child Child::Start(const SpawnSpec& spec) {
   std::vector<int> own_signals;
   if (spec.non_default_signals == nullptr) own_signals = NonDefaultSignals();
   plan.reset_signals = spec.non_default_signals != nullptr ? spec.non_default_signals : &own_signals;
+  if (spec.descriptor_limit) plan.descriptor_limit = &*spec.descriptor_limit;
   std::vector<unsigned long> cpu_mask = CpuMaskWords(spec.cpus);
   if (!spec.cpus.empty()) plan.cpu_mask = &cpu_mask;
 

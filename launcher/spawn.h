@@ -2,6 +2,7 @@
 // One worker process (DESIGN §3.2): fork + exec with the child's set-up done between the two, and RAII so
 // that a Child going out of scope never leaves its process behind.
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <condition_variable>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -29,6 +31,8 @@ struct SpawnSpec {
   // NonDefaultSignals() of this process, taken once by a caller that starts many children; null: taken at
   // each start. The child resets exactly these to SIG_DFL.
   const std::vector<int>* non_default_signals = nullptr;
+  // The descriptor limit the child gets, when distrun raised its own (it hosts the job's service).
+  std::optional<rlimit> descriptor_limit;
 };
 
 // The signals whose disposition in this process is not SIG_DFL (ignored or caught). A worker must start

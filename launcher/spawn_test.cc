@@ -75,6 +75,26 @@ TEST(SpawnChild, RunsWithExactlyTheGivenEnvironmentAndPipes) {
   env.Wait();
 }
 
+TEST(SpawnChild, GetsTheDescriptorLimitItIsGiven) {
+  rlimit own{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &own), 0);
+  SpawnSpec spec;
+  spec.argv = {"sh", "-c", "ulimit -Sn; ulimit -Hn"};
+  spec.env = {kPath};
+  spec.descriptor_limit = rlimit{64, own.rlim_max};
+  Child c = Child::Start(spec);
+  EXPECT_EQ(ReadAll(c.stdout_pipe()),
+            "64\n" +
+                (own.rlim_max == RLIM_INFINITY ? std::string("unlimited") : std::to_string(own.rlim_max)) +
+                "\n");
+  c.Wait();
+  // Without one, the child has distrun's.
+  Child same = StartChild({"sh", "-c", "ulimit -Sn"});
+  EXPECT_EQ(ReadAll(same.stdout_pipe()),
+            (own.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(own.rlim_cur)) + "\n");
+  same.Wait();
+}
+
 TEST(SpawnChild, PathLookupUsesTheWorkersPath) {
   TempDir dir;
   dir.Write("distrun-test-tool", "#!/bin/sh\necho tool ran\n", 0755);

@@ -2,6 +2,7 @@
 
 #include <spdlog/logger.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -54,7 +55,8 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
         return s;
       }()),
       // Two starts at a time per CPU (up to 8): a start mostly waits for its child to reach exec, and the CPU
-      // runs the children meanwhile (8 workers on 2 CPUs: 2 threads gave 0.97-1.01 of mpiexec, 4 gave 0.97-0.98).
+      // runs the children meanwhile (8 workers on 2 CPUs: 2 threads gave 0.97-1.01 of mpiexec, 4 gave
+      // 0.97-0.98).
       spawner_(static_cast<size_t>(std::clamp(2 * env_.cpu_count, 1, 8))),
       buffer_(kReadChunk) {}
 
@@ -110,6 +112,21 @@ void Supervisor::SetUpProcess() {
     log_->warn("cannot become a child subreaper ({}); orphaned processes of workers may outlive the job",
                std::strerror(errno));
   }
+  // Node 0 hosts the job's service: a descriptor for every agent and every worker of the job that connects
+  // to it, and a soft limit of 1,024 would refuse them in a job of a thousand nodes. The workers get the
+  // original limit back: some programs walk every descriptor up to it.
+  if (plan_.layout.unit_index == 0 && plan_.layout.units > 1) {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+      rlimit raised = limit;
+      raised.rlim_cur = limit.rlim_max;
+      if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+        workers_descriptor_limit_ = limit;
+        log_->debug("descriptor limit raised from {} to {} for the job's service", limit.rlim_cur,
+                    raised.rlim_cur);
+      }
+    }
+  }
   // distrun-sentinel beside this program, started without copying distrun, on a thread of its own while
   // the runtime starts (posix_spawn waits for the program's exec); else a fork, while distrun is still
   // single-threaded. The signals masked above are masked in that thread and in the sentinel too.
@@ -163,6 +180,7 @@ void Supervisor::StartWorkers() {
     spec.inherit_stdin = w.plan.process_id == 0;
     spec.cpus = w.plan.cpus;
     spec.non_default_signals = &non_default_signals_;
+    spec.descriptor_limit = workers_descriptor_limit_;
     spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
   }
   std::vector<SpawnOutcome> outcomes = spawner_.Start(specs);

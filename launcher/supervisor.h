@@ -143,7 +143,8 @@ class Supervisor {
   std::vector<Watch> watches_;
 
   sigset_t handled_{};
-  std::vector<int> non_default_signals_;  // after SetUpProcess: what each worker resets (spawn.h)
+  std::optional<rlimit> workers_descriptor_limit_;  // set when node 0 raised its own (SetUpProcess)
+  std::vector<int> non_default_signals_;            // after SetUpProcess: what each worker resets (spawn.h)
   sigset_t old_mask_{};
   bool mask_saved_ = false;
   struct sigaction old_sigpipe_ {};

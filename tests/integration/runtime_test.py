@@ -4,6 +4,7 @@ every distrun is an agent. Rendezvous, failure propagation, lost agents and coor
 job-wide restarts and completion."""
 import os
 import re
+import resource
 import signal
 import socket
 import time
@@ -19,7 +20,7 @@ def free_port():
 
 
 class MultiAgent(LaunchCase):
-    def start_nodes(self, counts, script, *extra, per_node_extra=None, env=None):
+    def start_nodes(self, counts, script, *extra, per_node_extra=None, env=None, preexec_fn=None):
         """One distrun per entry of `counts` (its worker count), all running `sh -c script`."""
         self.port = free_port()
         nodes = []
@@ -30,7 +31,8 @@ class MultiAgent(LaunchCase):
             if per_node_extra:
                 args += per_node_extra.get(rank, [])
             nodes.append(self.popen(args + ["--", "sh", "-c", script],
-                                    env=self.env(OUT=self.dir, NODE=str(rank), **(env or {}))))
+                                    env=self.env(OUT=self.dir, NODE=str(rank), **(env or {})),
+                                    preexec_fn=preexec_fn))
         return nodes
 
     def finish(self, nodes, timeout=60):
@@ -57,6 +59,26 @@ class MultiAgent(LaunchCase):
         self.assertEqual([seen[r][1] for r in range(6)], [0, 0, 1, 0, 1, 2])
         self.assertEqual(len({v[3] for v in seen.values()}), 1, "one MASTER_ADDR:MASTER_PORT for all")
         self.assertEqual({v[4] for v in seen.values()}, {f"127.0.0.1:{self.port}"})
+
+    def test_node_0_raises_its_descriptor_limit_and_workers_keep_the_original(self):
+        # Node 0 serves every agent and worker of the job, so it runs at its hard descriptor limit; every
+        # worker still gets the soft limit distrun was started with.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard <= 1024:
+            self.skipTest(f"the hard descriptor limit here is {hard}: nothing to raise")
+        script = ('echo "soft=$(ulimit -Sn)"; '
+                  'grep "^Max open files" /proc/$PPID/limits | awk "{print \\$4, \\$5}" > $OUT/limits-$NODE')
+        lowered = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+        nodes = self.start_nodes([1, 1], script, preexec_fn=lowered)
+        results = self.finish(nodes)
+        for code, out, err in results:
+            self.assertEqual(code, 0, err)
+            self.assertIn("soft=1024", out)
+        limit = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+        with open(self.path("limits-0")) as f:
+            self.assertEqual(f.read().split(), [limit, limit], "node 0 runs at its hard limit")
+        with open(self.path("limits-1")) as f:
+            self.assertEqual(f.read().split(), ["1024", limit], "the other nodes keep theirs")
 
     def test_worker_failure_on_node_2_ends_every_node_with_its_code(self):
         nodes = self.start_nodes(
