@@ -313,7 +313,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       } else if (!in_.has_join() && !in_.has_success()) {
         impl_.service_.Heartbeat(*stream_id_);
       }
-      if (in_.has_join()) Join(in_.join());
+      if (in_.has_join() && !Join(in_.join())) return;  // closed: a join for another node
       if (in_.has_success()) {
         Status s = impl_.service_.ReportSuccess(in_node_rank_, in_.success().restart_round());
         if (!s.ok()) impl_.log_->debug("node {}'s success report: {}", in_node_rank_, s.message);
@@ -369,13 +369,14 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
 
     // A join sent on the stream: the answer comes back on it. The reactor stays alive until the service has
     // answered, which it always does (rendezvous completes, fails, times out, or the service shuts down).
-    void Join(const v1::JoinRequest& request) {
+    // False when the stream was closed instead (a join for another node).
+    bool Join(const v1::JoinRequest& request) {
       NodeJoin join = FromProto(request);
       if (join.node_rank != in_node_rank_) {
         Close({grpc::StatusCode::INVALID_ARGUMENT, "node " + std::to_string(in_node_rank_) +
                                                        "'s liveness stream joined as node " +
                                                        std::to_string(join.node_rank)});
-        return;
+        return false;
       }
       Ref();
       impl_.service_.Join(join, [this](const Status& status, const NodeAssignment& assignment) {
@@ -386,6 +387,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
         Enqueue(answer);
         Unref();
       });
+      return true;
     }
 
     void Detach() {
