@@ -23,15 +23,9 @@ int DetectStartupBench(const std::string& distrun, int runs) {
                                   "SLURM_NODEID=37",
                                   "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
                                   "SLURM_JOB_NODELIST=gpu-a[001-032],gpu-b[001-016],gpu-c[0001-0016]"};
-  std::vector<std::string> detect = {distrun, "--detect", "--format", "json"};
-  std::vector<std::string> floor = {"/bin/true"};
-  std::vector<double> detect_s, floor_s;
-  for (int i = 0; i < 5; ++i) TimeProcess(detect, env);  // warm the page cache
-  for (int i = 0; i < runs; ++i) {
-    detect_s.push_back(TimeProcess(detect, env));
-    floor_s.push_back(TimeProcess(floor, env));
-  }
-  Summary d = Summarize(detect_s), f = Summarize(floor_s);
+  std::vector<std::vector<double>> samples =
+      TimeAlternated({{distrun, "--detect", "--format", "json"}, {"/bin/true"}}, env, runs, /*warm=*/5);
+  Summary d = Summarize(samples[0]), f = Summarize(samples[1]);
   std::printf("distrun --detect (512-task Slurm step): median %.2f ms, p10 %.2f ms, p90 %.2f ms\n",
               d.median * 1e3, d.p10 * 1e3, d.p90 * 1e3);
   std::printf("/bin/true (process floor):             median %.2f ms\n", f.median * 1e3);

@@ -17,29 +17,18 @@ int LaunchBench(const std::string& distrun, int runs, int nproc) {
   std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/tmp",
                                   "OMPI_MCA_plm_rsh_agent=", "OMPI_ALLOW_RUN_AS_ROOT=1",
                                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
-  struct Command {
-    const char* name;
-    std::vector<std::string> argv;
-    std::vector<double> samples;
-  };
-  std::vector<Command> commands = {
-      {"distrun", {distrun, "--nproc-per-node", n, "--", "/bin/true"}, {}},
-      {"mpiexec.mpich", {"/usr/bin/mpiexec.mpich", "-n", n, "/bin/true"}, {}},
-  };
+  std::vector<const char*> names = {"distrun", "mpiexec.mpich"};
+  std::vector<std::vector<std::string>> commands = {{distrun, "--nproc-per-node", n, "--", "/bin/true"},
+                                                    {"/usr/bin/mpiexec.mpich", "-n", n, "/bin/true"}};
   if (::access("/usr/bin/mpirun.openmpi", X_OK) == 0) {
-    commands.push_back(
-        {"mpirun.openmpi", {"/usr/bin/mpirun.openmpi", "--oversubscribe", "-np", n, "/bin/true"}, {}});
+    names.push_back("mpirun.openmpi");
+    commands.push_back({"/usr/bin/mpirun.openmpi", "--oversubscribe", "-np", n, "/bin/true"});
   }
-  for (auto& c : commands) {
-    for (int i = 0; i < 3; ++i) TimeProcess(c.argv, env);  // warm caches
-  }
-  for (int i = 0; i < runs; ++i) {
-    for (auto& c : commands) c.samples.push_back(TimeProcess(c.argv, env));
-  }
+  std::vector<std::vector<double>> samples = TimeAlternated(commands, env, runs, /*warm=*/3);
   std::vector<Summary> s;
-  for (auto& c : commands) {
-    s.push_back(Summarize(c.samples));
-    std::printf("%-16s -n %s /bin/true: median %7.2f ms  p10 %7.2f ms  p90 %7.2f ms\n", c.name, n.c_str(),
+  for (size_t c = 0; c < commands.size(); ++c) {
+    s.push_back(Summarize(samples[c]));
+    std::printf("%-16s -n %s /bin/true: median %7.2f ms  p10 %7.2f ms  p90 %7.2f ms\n", names[c], n.c_str(),
                 s.back().median * 1e3, s.back().p10 * 1e3, s.back().p90 * 1e3);
   }
   std::printf(

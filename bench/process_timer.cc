@@ -35,6 +35,18 @@ double TimeProcess(const std::vector<std::string>& argv, const std::vector<std::
   return std::chrono::duration<double>(end - start).count();
 }
 
+std::vector<std::vector<double>> TimeAlternated(const std::vector<std::vector<std::string>>& commands,
+                                                const std::vector<std::string>& env, int runs, int warm) {
+  for (const auto& argv : commands) {
+    for (int i = 0; i < warm; ++i) TimeProcess(argv, env);  // page cache, daemons
+  }
+  std::vector<std::vector<double>> samples(commands.size());
+  for (int i = 0; i < runs; ++i) {
+    for (size_t c = 0; c < commands.size(); ++c) samples[c].push_back(TimeProcess(commands[c], env));
+  }
+  return samples;
+}
+
 Summary Summarize(std::vector<double> samples) {
   Summary s;
   if (samples.empty()) return s;

@@ -19,32 +19,18 @@ int SrunBench(const Flags& flags) {
   const int runs = static_cast<int>(flags.Int("runs", 50));
   SlurmLab lab = SlurmLab::Open(flags.Get("lab", "/run/distrun-lab"));
   const std::string n = "-N" + std::to_string(nodes);
-  struct Command {
-    const char* name;
-    std::vector<std::string> argv;
-    std::vector<double> samples;
+  const char* names[] = {"srun /bin/true", "srun distrun"};
+  const std::vector<std::vector<std::string>> commands = {
+      lab.OnLoginHost({"srun", n, "--ntasks-per-node=1", "-J", "distrun-bench", "/bin/true"}),
+      lab.OnLoginHost({"srun", n, "--ntasks-per-node=1", "-J", "distrun-bench", distrun, "--", "/bin/true"}),
   };
-  std::vector<Command> commands = {
-      {"srun /bin/true",
-       lab.OnLoginHost({"srun", n, "--ntasks-per-node=1", "-J", "distrun-bench", "/bin/true"}),
-       {}},
-      {"srun distrun",
-       lab.OnLoginHost({"srun", n, "--ntasks-per-node=1", "-J", "distrun-bench", distrun, "--", "/bin/true"}),
-       {}},
-  };
-  const std::vector<std::string> env = lab.ClientEnv();
-  for (auto& c : commands) {
-    for (int i = 0; i < 2; ++i) TimeProcess(c.argv, env);  // warm caches and slurmd
-  }
-  for (int i = 0; i < runs; ++i) {
-    for (auto& c : commands) c.samples.push_back(TimeProcess(c.argv, env));
-  }
-  Summary plain = Summarize(commands[0].samples);
-  Summary with = Summarize(commands[1].samples);
-  for (auto& c : commands) {
-    Summary s = Summarize(c.samples);
-    std::printf("%-16s %s: median %7.2f ms  p10 %7.2f ms  p90 %7.2f ms\n", c.name, n.c_str(), s.median * 1e3,
-                s.p10 * 1e3, s.p90 * 1e3);
+  std::vector<std::vector<double>> samples = TimeAlternated(commands, lab.ClientEnv(), runs, /*warm=*/2);
+  Summary plain = Summarize(samples[0]);
+  Summary with = Summarize(samples[1]);
+  for (size_t c = 0; c < commands.size(); ++c) {
+    Summary s = Summarize(samples[c]);
+    std::printf("%-16s %s: median %7.2f ms  p10 %7.2f ms  p90 %7.2f ms\n", names[c], n.c_str(),
+                s.median * 1e3, s.p10 * 1e3, s.p90 * 1e3);
   }
   std::printf(
       "{\"bench\": \"srun\", \"nodes\": %d, \"runs\": %d, \"srun_median_ms\": %.3f, "
