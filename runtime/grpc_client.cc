@@ -48,20 +48,16 @@ class Stream final : public LivenessStream {
   }
 
   bool SendSuccess(int restart_round) override {
-    v1::AgentHeartbeat message;
-    message.set_node_rank(heartbeat_.node_rank());
+    v1::AgentHeartbeat message = heartbeat_;
     message.mutable_success()->set_node_rank(heartbeat_.node_rank());
     message.mutable_success()->set_restart_round(restart_round);
-    std::lock_guard lock(write_mu_);
-    return !closed_ && stream_->Write(message);
+    return WriteNews(message);
   }
 
   bool SendJoin(const NodeJoin& join) override {
-    v1::AgentHeartbeat message;
-    message.set_node_rank(heartbeat_.node_rank());
+    v1::AgentHeartbeat message = heartbeat_;
     ToProto(join, message.mutable_join());
-    std::lock_guard lock(write_mu_);
-    return !closed_ && stream_->Write(message);
+    return WriteNews(message);
   }
 
   // Safe from any thread and more than once; from the reader thread itself (an event callback) it only
@@ -93,6 +89,12 @@ class Stream final : public LivenessStream {
     on_closed_(FromGrpc(status));
   }
 
+  // A message that must go out (unlike a heartbeat, which may be skipped): waits for a write in progress.
+  bool WriteNews(const v1::AgentHeartbeat& message) {
+    std::lock_guard lock(write_mu_);
+    return !closed_ && stream_->Write(message);
+  }
+
   std::function<void(const JobEvent&)> on_event_;
   std::function<void(const Status&)> on_closed_;
   grpc::ClientContext ctx_;
@@ -119,10 +121,10 @@ class GrpcClient::Impl {
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
     // No bandwidth-delay probing pings: see grpc_server.cc.
     args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    // Agents start with node 0's distrun, which listens a few milliseconds later: a refused connection is
-    // tried again after 10 ms, then 16, 26, ... (gRPC's ×1.6, with jitter) up to 1 s. With 100 ms every
-    // multi-node job's start waited 100 ms for nothing; a refusal costs the coordinator's host only a RST.
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
+    // A refused connection is tried again after 100 ms, gRPC's floor for this setting (it raises anything
+    // lower to 100), then ×1.6 up to 1 s. Agents, which start with node 0's distrun a few milliseconds
+    // before it listens, retry sooner through Connect.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     // Despite its name, gRPC takes this as the time one connection attempt may last. A coordinator busy
     // with thousands of agents' handshakes needs more than a backoff's 100 ms; attempts given up are
