@@ -4,8 +4,12 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
+
+#include "detect/errors.h"
+#include "runtime/grpc_server.h"
 
 namespace distrun {
 namespace {
@@ -19,12 +23,14 @@ std::string Numeric(const sockaddr* sa, socklen_t len) {
 }  // namespace
 
 std::string ChannelTarget(const std::string& address) {
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon + 1 == address.size()) return address;
-  std::string host = address.substr(0, colon);
-  const std::string port = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (host.empty()) return address;
+  std::string host, port;
+  try {
+    auto [h, p] = SplitHostPort(address, "coordinator address");
+    host = h;
+    port = std::to_string(p);
+  } catch (const UsageError&) {
+    return address;  // not host:port: gRPC's own target syntax, or an error gRPC reports
+  }
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -43,9 +49,7 @@ std::string ChannelTarget(const std::string& address) {
     std::string numeric = Numeric(a->ai_addr, a->ai_addrlen);
     if (numeric.empty()) continue;
     std::string entry = family == AF_INET6 ? "[" + numeric + "]:" + port : numeric + ":" + port;
-    bool seen = false;
-    for (const std::string& e : addresses) seen = seen || e == entry;
-    if (!seen) addresses.push_back(entry);
+    if (std::find(addresses.begin(), addresses.end(), entry) == addresses.end()) addresses.push_back(entry);
   }
   if (addresses.empty() || (family != AF_INET && family != AF_INET6)) return "dns:///" + address;
   std::string target = family == AF_INET ? "ipv4:" : "ipv6:";
