@@ -81,6 +81,8 @@ int Run(int argc, const char* const* argv) {
   Options options = ResolveOptions(cl.flags, env.vars, config.values);
   options.command = !cl.command.empty() ? cl.command : config.command;
 
+  // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
+  if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
   Topology topology = DetectTopology(env, options.topology);
   LocalLayout layout = ComputeLocalLayout(topology, options, env);
   JobAssignment assignment = ProvisionalAssignment(topology, layout, options);

@@ -36,6 +36,19 @@ std::string Seconds(double s) {
 
 }  // namespace
 
+sigset_t SupervisedSignals(const Options& options) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  for (int sig : options.forward_signals) sigaddset(&set, sig);
+  return set;
+}
+
+void BlockSupervisedSignals(const Options& options) {
+  sigset_t set = SupervisedSignals(options);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log,
                        JobLinkFactory make_link)
     : plan_(std::move(plan)),
@@ -94,9 +107,7 @@ void Supervisor::StopJob(int exit_code, const std::string& reason) {
 void Supervisor::SetUpProcess() {
   EnsureStandardFds();
   // Signals are only ever read from the signalfd, in the loop: blocked here, unblocked in workers.
-  sigemptyset(&handled_);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&handled_, sig);
-  for (int sig : options_.forward_signals) sigaddset(&handled_, sig);
+  handled_ = SupervisedSignals(options_);
   ::sigprocmask(SIG_BLOCK, &handled_, &old_mask_);
   // A console that goes away must not kill distrun (and leave the job unsupervised): writes fail instead.
   struct sigaction ignore;

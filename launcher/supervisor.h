@@ -43,6 +43,17 @@ namespace distrun {
 
 inline constexpr int kTimeoutExit = 124;
 
+// The signals the supervisor reads from its signalfd: SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and
+// `options.forward_signals`.
+sigset_t SupervisedSignals(const Options& options);
+
+// Blocks them in the calling thread for the rest of the process, before anything starts a thread: threads
+// inherit the mask, and one that leaves SIGCHLD unblocked takes a worker's exit notice and drops it (the
+// default action), so the signalfd never hears of that exit and the job never ends; a SIGTERM it takes
+// ends distrun without stopping the workers. GPU discovery starts the CUDA driver's threads (cuInit), the
+// MPI probe MPI's. Supervisor::Run blocks them too, for callers that did not.
+void BlockSupervisedSignals(const Options& options);
+
 // Made by Run once distrun's signals are blocked, so that threads the link starts never take them.
 using JobLinkFactory = std::function<std::unique_ptr<JobLink>()>;
 

@@ -7,9 +7,14 @@
 //   FAKE_CUDA_PCI_BUS_IDS=A,B device i is on PCI bus the i-th entry (as the driver prints it, e.g.
 //                             "0000:3B:00.0"); devices without an entry keep the default below. Tests point
 //                             it at real PCI devices, whose sysfs entries CPU binding reads.
+// A successful cuInit starts a thread that sleeps for the life of the process, as the real driver starts
+// its own: a program that calls cuInit is no longer single-threaded, whatever it assumed.
 // Device i is "Fake GPU i" on PCI bus "0000:A<i>:00.0" with UUID bytes 0x10*(i+1), 0x01, 0x02 ... 0x0f.
 // Built with FAKE_CUDA_NO_UUID_V2, it lacks cuDeviceGetUuid_v2 (drivers older than CUDA 11.4), and its
 // cuDeviceGetUuid sets the first byte to 0xaa so that tests can tell which entry point answered.
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +28,21 @@ int EnvInt(const char* name, int fallback) {
 }
 
 int DeviceCount() { return EnvInt("FAKE_CUDA_DEVICES", 0); }
+
+void* DriverThread(void*) {
+  for (;;) ::pause();
+}
+
+// Once per process, with the signal mask of the thread that called cuInit (the driver's threads do the same).
+void StartDriverThread() {
+  static bool started = [] {
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, DriverThread, nullptr) != 0) return false;
+    pthread_detach(thread);
+    return true;
+  }();
+  (void)started;
+}
 
 bool ValidDevice(int device) { return device >= 0 && device < DeviceCount(); }
 
@@ -46,7 +66,9 @@ int cuInit(unsigned int flags) {
   if (flags != 0) return 1;
   int error = EnvInt("FAKE_CUDA_INIT_ERROR", 0);
   if (error != 0) return error;
-  return DeviceCount() == 0 ? 100 : 0;  // CUDA_ERROR_NO_DEVICE
+  if (DeviceCount() == 0) return 100;  // CUDA_ERROR_NO_DEVICE
+  StartDriverThread();
+  return 0;
 }
 
 int cuDeviceGetCount(int* count) {

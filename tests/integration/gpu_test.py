@@ -185,5 +185,31 @@ class CpuBind(unittest.TestCase):
         self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
 
 
+class DriverThreads(unittest.TestCase):
+    """cuInit starts threads (the real driver's and the fake's) while distrun discovers GPUs, before it
+    supervises. A thread that leaves SIGCHLD unblocked takes a worker's exit notice and drops it, so distrun
+    never hears that its worker ended: a job that hung after `distrun check` passed on an H100."""
+
+    SIGNALS = {"SIGINT": 2, "SIGTERM": 15, "SIGCHLD": 17}
+
+    def test_every_thread_of_distrun_blocks_the_signals_it_reads(self):
+        # The worker's parent is distrun: each of its threads' name and blocked signals.
+        script = 'for t in /proc/$PPID/task/*; do echo "thread $(cat $t/comm) $(grep SigBlk $t/status)"; done'
+        r = run(["--", "/bin/sh", "-c", script], env=fake_gpus(1), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        threads = [line.split() for line in r.stdout.splitlines() if line.startswith("thread ")]
+        self.assertGreaterEqual(len(threads), 2, r.stdout)  # the main thread and the driver's at least
+        for fields in threads:
+            blocked = int(fields[-1], 16)
+            for name, number in self.SIGNALS.items():
+                self.assertTrue(blocked & (1 << (number - 1)), f"{name} not blocked in {fields}: {r.stdout}")
+
+    def test_single_worker_jobs_end(self):
+        # Without tagged output a lone worker has no pipe whose end could tell distrun it exited.
+        for _ in range(10):
+            r = run(["--", "/bin/true"], env=fake_gpus(1), timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
