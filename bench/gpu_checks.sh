@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# distrun on a machine with NVIDIA GPUs: what --detect sees (checked against nvidia-smi and sysfs), the
+# /proc fallback when libcuda.so.1 cannot be loaded, --cpu-bind gpu, `distrun check`, and PyTorch NCCL and
+# JAX workers fed only from distrun's environment. Each step's output is saved as OUT_DIR/NAME.txt and
+# echoed; the last lines list every step's exit status. Recorded results: bench/GPU_RESULTS.md.
+#
+#   bench/gpu_checks.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)] [PYTHON (python3)]
+#
+# The build may come from another machine (distrun loads only libc and libm); distrun-check-worker needs
+# libcudart.so.13 and libnccl.so.2, which are looked for in the toolkit and in the Python packages of
+# PYTHON (nvidia-nccl, nvidia-cuda-runtime) when the loader does not find them.
+set -u
+cd "$(dirname "$0")/.."
+build=$(realpath "${1:-build/release}")
+out=${2:-gpu-results}
+python=${3:-python3}
+distrun=$build/distrun
+export distrun python
+mkdir -p "$out"
+summary=()
+
+step() {  # step NAME COMMAND...: runs it (at most 180 s), saves and echoes its output, records its exit status
+  local name=$1 rc
+  shift
+  echo "== $name: $*"
+  timeout -k 5 180 bash -c '"$@"' step "$@" >"$out/$name.txt" 2>&1
+  rc=$?
+  cat "$out/$name.txt"
+  echo "== $name: exit $rc"
+  summary+=("$name: exit $rc")
+}
+
+library_dirs() {  # directories that hold libnccl.so.2 or libcudart.so.13 where the loader may not look
+  "$python" - <<'PY' 2>/dev/null
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+for pattern in ("nvidia/nccl/lib", "nvidia/cuda_runtime/lib", "nvidia/cu13/lib"):
+    for root in roots:
+        for d in glob.glob(os.path.join(root, pattern)):
+            print(d)
+PY
+  ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib 2>/dev/null
+}
+if ldd "$build/distrun-check-worker" 2>/dev/null | grep -q "not found"; then
+  export LD_LIBRARY_PATH="$(library_dirs | paste -sd:)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+
+step machine sh -c 'uname -a; nproc; nvidia-smi -L; nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version --format=csv'
+step torch-sees "$python" -c "import torch; p = torch.cuda.get_device_properties(0); print(p.name, p.uuid, torch.cuda.nccl.version())"
+step version "$distrun" --version
+step detect "$distrun" --detect
+step detect-json "$distrun" --detect --format json
+
+# What --detect says must be what the driver says: every UUID and bus id nvidia-smi lists.
+compare_with_nvidia_smi() {
+  local json smi ok=0
+  json=$("$distrun" --detect --format json) || return 1
+  smi=$(nvidia-smi --query-gpu=uuid,pci.bus_id --format=csv,noheader) && [ -n "$smi" ] || {
+    echo "nvidia-smi lists no GPU"
+    return 1
+  }
+  while IFS=', ' read -r uuid bus; do
+    bus=${bus,,}
+    bus=${bus#0000}  # nvidia-smi prints an 8-digit domain, 00000000:19:00.0
+    if grep -qi "$uuid" <<<"$json" && grep -qi "${bus: -12}" <<<"$json"; then
+      echo "found $uuid at $bus"
+    else
+      echo "MISSING $uuid at $bus"
+      ok=1
+    fi
+  done <<<"$smi"
+  return $ok
+}
+export -f compare_with_nvidia_smi
+step detect-matches-nvidia-smi compare_with_nvidia_smi
+
+first_uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
+# CUDA_VISIBLE_DEVICES as CUDA reads it: an index, a unique UUID prefix, an index past the last GPU.
+step visible-uuid-prefix env CUDA_VISIBLE_DEVICES="${first_uuid:0:12}" "$distrun" --detect
+step visible-index env CUDA_VISIBLE_DEVICES=0 "$distrun" --detect
+step visible-none env CUDA_VISIBLE_DEVICES=99 "$distrun" --detect
+
+# The fallback when the driver library cannot be loaded: an empty file over libcuda.so.1 in a private
+# mount namespace, so only this distrun sees it.
+fallback_without_driver() {
+  local lib
+  lib=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
+  [ -n "$lib" ] || { echo "libcuda.so.1 is not in the loader cache"; return 1; }
+  unshare -m sh -c "mount --bind /dev/null '$(realpath "$lib")' && '$distrun' --detect -v"
+}
+export -f fallback_without_driver
+step detect-without-driver fallback_without_driver
+
+# --cpu-bind gpu: each worker's allowed CPUs against the GPU's local_cpulist in sysfs.
+cpu_bind() {
+  local bus
+  for bus in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader); do
+    bus=${bus,,}
+    bus=${bus#0000}
+    echo "sysfs $bus local_cpulist: $(cat /sys/bus/pci/devices/$bus/local_cpulist 2>&1)" \
+      "numa_node: $(cat /sys/bus/pci/devices/$bus/numa_node 2>&1)"
+  done
+  "$distrun" --detect --cpu-bind gpu | grep -i cpu
+  "$distrun" --cpu-bind gpu -- sh -c 'grep Cpus_allowed_list /proc/self/status'
+}
+export -f cpu_bind
+step cpu-bind cpu_bind
+
+step check "$distrun" check
+step torch-nccl "$distrun" -- "$python" examples/torch_allreduce.py nccl
+step jax "$distrun" -- "$python" examples/jax_distributed.py
+step jax-local-device-ids "$distrun" --device-binding none -- "$python" examples/jax_distributed.py
+
+# Launches that end must end every time: 20 more of each kind, each within 60 s.
+repeat() {
+  local i
+  for i in $(seq 1 20); do
+    timeout -k 5 60 "$distrun" -- /bin/true || { echo "launch $i of /bin/true: exit $?"; return 1; }
+    timeout -k 5 60 "$distrun" check -- --max-bytes 1M --warmup 1 --iters 1 >/dev/null ||
+      { echo "check $i: exit $?"; return 1; }
+  done
+  echo "20 launches of /bin/true and 20 checks ended"
+}
+export -f repeat
+step repeat repeat
+
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
