@@ -185,6 +185,9 @@ struct SimAgent {
   std::string assignment;                // the Join call's answer, reassembled (not used by agents today)
   std::string event;                     // the liveness stream's current message, reassembled
   int process_id = 0;                    // from the assignment: who arrives at the barrier
+  // The heartbeat slot it belongs to, chosen when its stream opened so that its first heartbeat goes one
+  // interval later, as Agent::HeartbeatLoop sends it; -1 before.
+  int heartbeat_slot = -1;
   uint8_t pending = 0;
   bool blocked = false;  // pending, waiting for a window
   bool answered = false, joined = false, passed = false, finished = false, failed = false;
@@ -452,6 +455,7 @@ class H2Agents::Loop {
         if (!Fits(c, size)) return false;
         a.liveness_stream = OpenStream(c, a, Call::kLiveness, shared_.liveness_headers);
         a.liveness_send_window = c.peer_initial_window;
+        a.heartbeat_slot = (slot_ + kHeartbeatSlots - 1) % kHeartbeatSlots;  // the slot just served
         SendData(c, a.liveness_stream, first_, size, false, &a.liveness_send_window);
         return true;
       }
@@ -493,11 +497,12 @@ class H2Agents::Loop {
     }
   }
 
-  // Every kHeartbeatSlots-th agent of this loop, as GrpcAgents::HeartbeatLoop spreads them. A heartbeat that
-  // finds no window is skipped; the next one goes when the server has read this one.
+  // The agents of this slot: each heartbeats once per interval, the first time one interval after its
+  // stream opened. A heartbeat that finds no window is skipped; the next one goes when the server has read
+  // this one.
   void HeartbeatSlot() {
-    for (size_t i = static_cast<size_t>(slot_); i < agents_.size(); i += kHeartbeatSlots) {
-      SimAgent& a = agents_[i];
+    for (SimAgent& a : agents_) {
+      if (a.heartbeat_slot != slot_) continue;
       Connection& c = *a.connection;
       if (a.liveness_stream == 0 || c.ended) continue;
       hello_.set_node_rank(a.rank);

@@ -76,9 +76,10 @@ struct SimAgent {
   v1::BarrierResponse passed;
   grpc::Status call_status;
   grpc::Status stream_status;
-  std::atomic<bool> writing{false};  // one write at a time on a stream
-  std::atomic<bool> ready{false};    // the first message went out: heartbeats may follow
-  bool answered = false;             // touched by the stream's read completions only
+  std::atomic<bool> writing{false};     // one write at a time on a stream
+  std::atomic<bool> ready{false};       // the first message went out: heartbeats may follow
+  std::atomic<int> heartbeat_slot{-1};  // chosen when ready: the first heartbeat one interval later
+  bool answered = false;                // touched by the stream's read completions only
   Tag tags[static_cast<int>(Op::kCount)];
 };
 
@@ -208,6 +209,7 @@ class GrpcAgents {
       case Op::kWrite:
         if (!a.ready.load()) {
           if (ok) {
+            a.heartbeat_slot = (heartbeat_slot_.load() + kHeartbeatSlots - 1) % kHeartbeatSlots;
             a.ready = true;
             a.stream->Read(&a.event, &a.tags[static_cast<int>(Op::kRead)]);
           } else {  // the stream never opened
@@ -301,22 +303,22 @@ class GrpcAgents {
   }
 
   // Spreads the agents' heartbeats over the interval, as independent processes would.
+  // Each agent's first heartbeat is one interval after its stream opened, as in Agent::HeartbeatLoop: it
+  // belongs to the slot served just before it became ready.
   void HeartbeatLoop() {
-    constexpr int kSlots = 100;
-    const auto step = std::chrono::microseconds(run_.heartbeat_ms * 1000 / kSlots);
+    const auto step = std::chrono::microseconds(run_.heartbeat_ms * 1000 / kHeartbeatSlots);
     auto next = std::chrono::steady_clock::now() + step;
-    // Each agent's first heartbeat is one interval after its stream opened, as in Agent::HeartbeatLoop.
-    int slot = 0;
     std::unique_lock lock(hb_mu_);
     while (!hb_cv_.wait_until(lock, next, [this] { return stopping_; })) {
       next += step;
-      for (size_t i = static_cast<size_t>(slot); i < agents_.size(); i += kSlots) {
-        SimAgent& a = *agents_[i];
-        if (a.ready.load() && !a.writing.exchange(true)) {
+      const int slot = heartbeat_slot_.load();
+      for (auto& agent : agents_) {
+        SimAgent& a = *agent;
+        if (a.ready.load() && a.heartbeat_slot.load() == slot && !a.writing.exchange(true)) {
           a.stream->Write(a.hello, &a.tags[static_cast<int>(Op::kWrite)]);
         }
       }
-      slot = (slot + 1) % kSlots;
+      heartbeat_slot_ = (slot + 1) % kHeartbeatSlots;
     }
   }
 
@@ -330,6 +332,8 @@ class GrpcAgents {
   Progress progress_;
   double start_ = 0;
 
+  static constexpr int kHeartbeatSlots = 100;  // each interval is cut into slots to spread heartbeats
+  std::atomic<int> heartbeat_slot_{0};         // the slot the heartbeat thread serves next
   std::mutex hb_mu_;
   std::condition_variable hb_cv_;
   bool stopping_ = false;
