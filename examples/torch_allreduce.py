@@ -35,8 +35,8 @@ def main():
     expected = world * (world + 1) / 2
     ok = value.item() == expected
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"rank {rank}/{world} local {os.environ['LOCAL_RANK']} on {os.environ['MASTER_ADDR']}:"
-          f"{os.environ['MASTER_PORT']} ({backend}, {where}): all_reduce sum = {value.item():g} "
+    print(f"rank {rank}/{world} local {os.environ['LOCAL_RANK']} ({backend}, {where}) on "
+          f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}: all_reduce sum = {value.item():g} "
           f"(expected {expected:g}) {'OK' if ok else 'WRONG'}", flush=True)
     dist.destroy_process_group()
     return 0 if ok else 1
