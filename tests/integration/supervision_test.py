@@ -207,8 +207,11 @@ class KilledDistrun(LaunchCase):
 
 class Restarts(LaunchCase):
     def test_failure_then_success_on_restart(self):
+        # Rank 1 fails only once rank 0 has written its line: the failure stops rank 0 at once, and on a slow
+        # machine (ASan) that came before rank 0's shell had written anything.
         script = (f'echo "$RANK $DISTRUN_RESTART_COUNT $TORCHELASTIC_RESTART_COUNT" >> {self.dir}/attempts; '
-                  'if [ "$DISTRUN_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 7; fi; '
+                  'if [ "$DISTRUN_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then '
+                  f'while ! grep -q "^0 0 0" {self.dir}/attempts; do sleep 0.02; done; exit 7; fi; '
                   'if [ "$DISTRUN_RESTART_COUNT" = 0 ]; then exec sleep 60; fi')
         r = run(["--nproc-per-node", "2", "--max-restarts", "2", "--", "sh", "-c", script], env=self.env())
         self.assertEqual(r.returncode, 0, r.stderr)
