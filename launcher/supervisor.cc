@@ -509,13 +509,15 @@ void Supervisor::SuspendJob(size_t slot, int signal) {
   }
   // The shell sees distrun stop and resumes it with SIGCONT (fg or bg); execution goes on from here.
   ::kill(::getpid(), SIGSTOP);
-  for (Worker& w : workers_) {
-    if (w.started && !w.child.reaped()) w.child.SignalGroup(SIGCONT);
-  }
-  // Back in the foreground (fg): the terminal goes to rank 0 again.
+  // Back in the foreground (fg): the terminal goes to rank 0 again before any worker runs, as a shell's fg
+  // does it; a worker continued first would find its read of the terminal refused (SIGTTIN) and stop the
+  // job again.
   if (owner != 0 && ::tcgetpgrp(terminal_fd_) == ::getpgrp()) {
     terminal_owner_ = owner;
     ::tcsetpgrp(terminal_fd_, owner);
+  }
+  for (Worker& w : workers_) {
+    if (w.started && !w.child.reaped()) w.child.SignalGroup(SIGCONT);
   }
   log_->debug("continued");
 }
