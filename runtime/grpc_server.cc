@@ -2,20 +2,31 @@
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/server_posix.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include "detect/errors.h"
+#include "runtime/agent_channel_server.h"
 #include "runtime/distrun.grpc.pb.h"
 #include "runtime/proto_convert.h"
+#include "runtime/token_check.h"
 
 namespace distrun {
 namespace {
@@ -25,15 +36,6 @@ using namespace std::chrono_literals;
 // Refusals are logged one by one at first, then only now and then: a port scanner must not flood the log.
 constexpr uint64_t kRefusalsLoggedInFull = 5;
 constexpr uint64_t kRefusalLogEvery = 1000;
-
-bool SameToken(const std::string& expected, std::string_view given) {
-  // Constant time in the token's content, so timing does not reveal how much of a guess was right.
-  unsigned char diff = expected.size() == given.size() ? 0 : 1;
-  for (size_t i = 0; i < given.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i % (expected.empty() ? 1 : expected.size())]);
-  }
-  return diff == 0 && !expected.empty();
-}
 
 std::chrono::milliseconds Millis(int64_t ms) { return std::chrono::milliseconds(ms); }
 
@@ -86,28 +88,39 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     // lock-order graph under one global lock: 13% of the coordinator's CPU at 2,000 agents. It is a
     // debugging aid; gRPC's own builds run without it.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    // The port is distrun's own (agent_channel_server.h): agents speak the agent channel on it and every
+    // other connection is handed to gRPC, which listens on no port of its own.
+    int listen_fd = Listen(host, port);
     grpc::ServerBuilder builder;
-    // gRPC sets SO_REUSEPORT by default: a second service (another job, a node started twice) would then
-    // share the port and split the agents between two jobs instead of failing.
-    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.AddListeningPort(config_.address, grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(this);
     builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
     builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
     // Bandwidth-delay probing pings every new connection to size flow-control windows for bulk transfers;
     // coordination messages are small. Off (here and in every client) it saves a third of the
-    // coordinator's sendmsg calls per joining agent (strace: 10.9 → 7.0 at 500 agents).
+    // coordinator's sendmsg calls per joining client (strace: 10.9 → 7.0 at 500 agents).
     builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    // No keepalive pings from the server (gRPC's default: every 2 hours): agents' heartbeats already catch
-    // a silent peer, and each connection's keepalive timer is one more entry in gRPC's timer list, which
-    // Debian's build (asserts on) checks by walking a hash chain: 3% of the coordinator's CPU at 10,000
-    // agents.
+    // No keepalive pings from the server (gRPC's default: every 2 hours): clients' deadlines and agents'
+    // heartbeats already catch a silent peer, and each connection's keepalive timer is one more entry in
+    // gRPC's timer list, which Debian's build (asserts on) checks by walking a hash chain.
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
     server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) {
-      throw std::runtime_error("the runtime cannot listen on " + config_.address +
-                               " (address in use or not an address of this host?)");
+    if (!server_) {
+      ::close(listen_fd);
+      throw std::runtime_error("the runtime cannot start its gRPC server for " + config_.address);
     }
+    AgentChannelConfig channel;
+    channel.token = config_.token;
+    channel.max_message_bytes = config_.max_message_bytes;
+    channel.log = log_;
+    channel.hand_off = [this](int fd, const std::string& peer) {
+      {
+        std::lock_guard lock(peers_mu_);
+        peers_[fd] = peer;
+      }
+      grpc::AddInsecureChannelFromFd(server_.get(), fd);
+    };
+    channel.refused = [this](const std::string& peer) { CountRefusal("hello on the agent channel", peer, true); };
+    agents_ = std::make_unique<AgentChannelServer>(service_, listen_fd, std::move(channel));
     bound_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port_);
     ticker_ = std::thread([this] { TickLoop(); });
   }
@@ -122,8 +135,11 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     if (!server_) return;  // never started: the service was not exposed and stays usable
     // Pending waits finish their calls before gRPC is told to shut down, so no callback outlives it.
     service_.Shutdown();
+    // Before gRPC's shutdown: the agent channel hands no connection to gRPC after this.
+    if (agents_) agents_->CloseAll("the coordination service is shutting down");
     CloseStreams();
     server_->Shutdown(std::chrono::system_clock::now() + 1s);
+    agents_.reset();
     server_.reset();
   }
 
@@ -426,14 +442,69 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     if (it != md.end() && SameToken(config_.token, std::string_view(it->second.data(), it->second.size()))) {
       return true;
     }
+    CountRefusal(std::string(method) + " call", PeerOf(*ctx), it != md.end());
+    if (reactor) reactor->Finish({grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"});
+    return false;
+  }
+
+  // gRPC names a connection it was handed by its descriptor ("fd:12"); the address is what helps.
+  std::string PeerOf(const grpc::CallbackServerContext& ctx) {
+    std::string peer = ctx.peer();
+    if (peer.rfind("fd:", 0) != 0) return peer;
+    std::lock_guard lock(peers_mu_);
+    auto it = peers_.find(std::atoi(peer.c_str() + 3));
+    return it == peers_.end() ? peer : it->second;
+  }
+
+  void CountRefusal(const std::string& what, const std::string& peer, bool token_given) {
     uint64_t n = ++refused_;
     if (n <= kRefusalsLoggedInFull || n % kRefusalLogEvery == 0) {
       // The token given, right or wrong, is never logged.
-      log_->warn("refused a {} call from {}: {} job token ({} refused so far)", method, ctx->peer(),
-                 it == md.end() ? "no" : "wrong", n);
+      log_->warn("refused a {} from {}: {} job token ({} refused so far)", what, peer,
+                 token_given ? "wrong" : "no", n);
     }
-    if (reactor) reactor->Finish({grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"});
-    return false;
+  }
+
+  // The coordinator's listening socket: the first address `host` resolves to that can be bound.
+  int Listen(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string service = std::to_string(port);
+    int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+    if (rc != 0) {
+      throw std::runtime_error("the runtime cannot listen on " + config_.address + ": " + ::gai_strerror(rc));
+    }
+    std::string why = "no address";
+    int fd = -1;
+    for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
+      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+      if (fd < 0) {
+        why = std::strerror(errno);
+        continue;
+      }
+      int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+        why = std::strerror(errno);
+        ::close(fd);
+        fd = -1;
+        continue;
+      }
+      sockaddr_storage bound{};
+      socklen_t len = sizeof bound;
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+      port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+    ::freeaddrinfo(found);
+    if (fd < 0) {
+      throw std::runtime_error("the runtime cannot listen on " + config_.address + ": " + why +
+                               " (address in use or not an address of this host?)");
+    }
+    return fd;
   }
 
   void Forget(LivenessReactor* reactor) {
@@ -475,12 +546,17 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   GrpcServerConfig config_;
   std::shared_ptr<spdlog::logger> log_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AgentChannelServer> agents_;
   int port_ = 0;
   std::string bound_;
   std::atomic<uint64_t> refused_{0};
 
   std::mutex streams_mu_;
   std::set<LivenessReactor*> streams_;
+
+  // Descriptor → address of the connections handed to gRPC (an entry is replaced when the number is reused).
+  std::mutex peers_mu_;
+  std::unordered_map<int, std::string> peers_;
 
   std::mutex tick_mu_;
   std::condition_variable tick_cv_;

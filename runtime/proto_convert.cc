@@ -62,6 +62,16 @@ Status FromGrpc(const grpc::Status& status) {
   }
 }
 
+void ToProto(const Status& in, v1::CallStatus* out) {
+  grpc::Status status = ToGrpc(in);
+  out->set_code(static_cast<int32_t>(status.error_code()));
+  out->set_message(status.error_message());
+}
+
+Status FromProto(const v1::CallStatus& in) {
+  return FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(in.code()), in.message()));
+}
+
 void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_node_rank(in.node_rank);
   out->set_num_nodes(in.num_nodes);

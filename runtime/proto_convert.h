@@ -17,6 +17,10 @@ inline constexpr char kTokenHeader[] = "x-distrun-token";
 grpc::Status ToGrpc(const Status& status);
 Status FromGrpc(const grpc::Status& status);
 
+// A status as the agent channel carries it (CallStatus: a gRPC code and message).
+void ToProto(const Status& in, v1::CallStatus* out);
+Status FromProto(const v1::CallStatus& in);
+
 void ToProto(const NodeJoin& in, v1::JoinRequest* out);
 NodeJoin FromProto(const v1::JoinRequest& in);
 void ToProto(const NodeAssignment& in, v1::Assignment* out);

@@ -1,0 +1,582 @@
+#include "runtime/agent_channel_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/agent_frames.h"
+#include "runtime/distrun.pb.h"
+#include "runtime/proto_convert.h"
+#include "runtime/token_check.h"
+
+namespace distrun {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Answers queued for an agent that does not read them: it is dropped past this.
+constexpr size_t kMaxQueuedBytes = 16 << 20;
+// Waits of the loop: hello deadlines are checked this often, a paused accept retried.
+constexpr int kLoopWaitMs = 100;
+
+std::string PeerName(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "an unknown peer";
+  char host[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+    return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
+  }
+  auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+  ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+  return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+}
+
+}  // namespace
+
+class AgentChannelServer::Loop {
+ public:
+  Loop(CoordinationService& service, int listen_fd, AgentChannelConfig config)
+      : service_(service),
+        config_(std::move(config)),
+        log_(config_.log ? config_.log : spdlog::default_logger()),
+        listen_fd_(listen_fd),
+        buffer_(kReadChunk) {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      const std::string why = std::strerror(errno);
+      CloseFds();
+      throw std::runtime_error("the runtime cannot watch its port: " + why);
+    }
+    Watch(listen_fd_, EPOLLIN);
+    Watch(wake_fd_, EPOLLIN);
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Loop() {
+    stop_.store(true);
+    Wake();
+    thread_.join();
+    for (auto& [fd, conn] : conns_) {
+      std::lock_guard lock(conn->mu);
+      conn->dead = true;
+      ::close(fd);
+    }
+    conns_.clear();
+    CloseFds();
+  }
+
+  void CloseAll(const std::string& why) {
+    std::unique_lock lock(close_mu_);
+    close_why_ = why;
+    close_requested_ = true;
+    Wake();
+    close_cv_.wait(lock, [this] { return close_done_; });
+  }
+
+  size_t connections() const { return open_.load(); }
+
+ private:
+  struct Conn {
+    Conn(int socket, size_t max_frame) : fd(socket), reader(max_frame) {}
+    const int fd;
+    // Loop thread only.
+    enum class Phase { kPreface, kHello, kOpen } phase = Phase::kPreface;
+    FrameReader reader;
+    SteadyClock::time_point hello_deadline;
+    int node_rank = -1;  // from the first liveness message
+    bool refusing = false;
+    // Guarded by mu: any thread queues answers.
+    std::mutex mu;
+    std::string out;
+    size_t out_sent = 0;
+    bool dirty = false;    // in the loop's list of connections with output
+    bool closing = false;  // close once `out` is written
+    bool dead = false;
+    bool want_write = false;  // EPOLLOUT is watched
+    std::optional<uint64_t> stream_id;
+  };
+  using ConnPtr = std::shared_ptr<Conn>;
+
+  void CloseFds() {
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    epoll_fd_ = wake_fd_ = listen_fd_ = -1;
+  }
+
+  void Watch(int fd, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  void Wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  void Run() {
+    std::vector<epoll_event> events(256);
+    auto next_scan = SteadyClock::now();
+    while (!stop_.load()) {
+      int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), kLoopWaitMs);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[static_cast<size_t>(i)].data.fd;
+        const uint32_t ev = events[static_cast<size_t>(i)].events;
+        if (fd == listen_fd_) {
+          Accept();
+        } else if (fd == wake_fd_) {
+          uint64_t count = 0;
+          [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
+        } else if (auto it = conns_.find(fd); it != conns_.end()) {
+          ConnPtr conn = it->second;
+          if (ev & EPOLLOUT) Flush(conn);
+          if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
+        }
+      }
+      FlushQueued();
+      if (close_requested_pending()) CloseEverything();
+      const auto now = SteadyClock::now();
+      if (now >= next_scan) {
+        next_scan = now + std::chrono::milliseconds(kLoopWaitMs);
+        ExpireHellos(now);
+        if (accept_paused_ && now >= accept_resume_) {
+          accept_paused_ = false;
+          Watch(listen_fd_, EPOLLIN);
+        }
+      }
+    }
+  }
+
+  bool close_requested_pending() {
+    std::lock_guard lock(close_mu_);
+    return close_requested_ && !close_done_;
+  }
+
+  void Accept() {
+    while (true) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: stop watching the port for a moment rather than spin on it.
+          log_->warn("the runtime cannot accept more connections: {} (raise the descriptor limit, ulimit -n)",
+                     std::strerror(errno));
+          ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+          accept_paused_ = true;
+          accept_resume_ = SteadyClock::now() + std::chrono::milliseconds(kLoopWaitMs);
+        }
+        return;
+      }
+      if (closed_all_) {
+        ::close(fd);
+        continue;
+      }
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auto conn = std::make_shared<Conn>(fd, config_.max_message_bytes);
+      conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;
+      conns_.emplace(fd, conn);
+      Watch(fd, EPOLLIN | EPOLLRDHUP | EPOLLET);
+    }
+  }
+
+  // Edge-triggered: reads until the socket has nothing more.
+  void Read(const ConnPtr& conn) {
+    if (conn->phase == Conn::Phase::kPreface && !ReadPreface(conn)) return;
+    while (true) {
+      ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
+      if (n > 0) {
+        if (conn->refusing) continue;  // its answer is on the way; the rest is not read
+        conn->reader.Append(buffer_.data(), static_cast<size_t>(n));
+        ProcessFrames(conn);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      Drop(conn);  // closed by the agent, or broken
+      return;
+    }
+  }
+
+  // Whether the connection is the agent channel's and its preface has been read; a connection that speaks
+  // anything else goes to gRPC before a byte of it is read.
+  bool ReadPreface(const ConnPtr& conn) {
+    char head[kAgentChannelPreface.size()];
+    ssize_t n = ::recv(conn->fd, head, sizeof head, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    if (n <= 0) {
+      Drop(conn);
+      return false;
+    }
+    const std::string_view seen(head, static_cast<size_t>(n));
+    if (!MayBeAgentPreface(seen)) {
+      HandOff(conn);
+      return false;
+    }
+    if (seen.size() < kAgentChannelPreface.size()) return false;  // the rest comes with the next edge
+    [[maybe_unused]] ssize_t taken = ::recv(conn->fd, head, sizeof head, 0);
+    conn->phase = Conn::Phase::kHello;
+    return true;
+  }
+
+  void HandOff(const ConnPtr& conn) {
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    conns_.erase(conn->fd);
+    {
+      std::lock_guard lock(conn->mu);
+      conn->dead = true;
+    }
+    if (config_.hand_off && !closed_all_) {
+      config_.hand_off(conn->fd, PeerName(conn->fd));
+    } else {
+      ::close(conn->fd);
+    }
+  }
+
+  void ProcessFrames(const ConnPtr& conn) {
+    std::string_view frame;
+    while (!conn->refusing) {
+      switch (conn->reader.Next(&frame)) {
+        case FrameReader::Result::kNeedMore:
+          return;
+        case FrameReader::Result::kTooLarge:
+          Refuse(conn, {StatusCode::kResourceExhausted,
+                        "a message of more than " + std::to_string(config_.max_message_bytes) + " bytes"});
+          return;
+        case FrameReader::Result::kFrame:
+          break;
+      }
+      v1::AgentFrame message;
+      if (!message.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+        Refuse(conn, {StatusCode::kInvalidArgument, "a frame that is not a distrun.v1.AgentFrame"});
+        return;
+      }
+      Handle(conn, message);
+    }
+  }
+
+  void Handle(const ConnPtr& conn, const v1::AgentFrame& message) {
+    if (conn->phase == Conn::Phase::kHello) {
+      if (!message.has_hello()) {
+        Refuse(conn, {StatusCode::kUnauthenticated, "the first message must be a hello with the job token"});
+      } else if (!SameToken(config_.token, message.hello().token())) {
+        if (config_.refused) config_.refused(PeerName(conn->fd));
+        Refuse(conn, {StatusCode::kUnauthenticated, "missing or wrong job token"});
+      } else {
+        conn->phase = Conn::Phase::kOpen;
+        ++open_;
+      }
+      return;
+    }
+    switch (message.frame_case()) {
+      case v1::AgentFrame::kLiveness:
+        Liveness(conn, message.liveness());
+        return;
+      case v1::AgentFrame::kCall:
+        Call(conn, message.call());
+        return;
+      case v1::AgentFrame::kHello:
+        Refuse(conn, {StatusCode::kInvalidArgument, "a second hello"});
+        return;
+      default:
+        return;  // a frame of a newer minor version: nothing to do with it
+    }
+  }
+
+  // As the Liveness stream's messages (grpc_server.cc): the first attaches the node and is answered at
+  // once; later ones without news are heartbeats.
+  void Liveness(const ConnPtr& conn, const v1::AgentHeartbeat& message) {
+    if (conn->node_rank < 0) {
+      uint64_t id = 0;
+      std::weak_ptr<Conn> weak = conn;
+      Status s = service_.AttachAgent(
+          message.node_rank(),
+          [this, weak](const JobEvent& e) {
+            if (auto c = weak.lock()) QueueEvent(c, e);
+          },
+          &id);
+      if (!s.ok()) {
+        Refuse(conn, s);
+        return;
+      }
+      conn->node_rank = message.node_rank();
+      {
+        std::lock_guard lock(conn->mu);
+        conn->stream_id = id;
+      }
+      QueueEvent(conn, JobEvent{});
+    } else if (!message.has_join() && !message.has_success()) {
+      std::optional<uint64_t> id;
+      {
+        std::lock_guard lock(conn->mu);
+        id = conn->stream_id;
+      }
+      if (id) service_.Heartbeat(*id);
+    }
+    if (message.has_join()) {
+      NodeJoin join = FromProto(message.join());
+      if (join.node_rank != conn->node_rank) {
+        Refuse(conn, {StatusCode::kInvalidArgument, "node " + std::to_string(conn->node_rank) +
+                                                        "'s channel joined as node " +
+                                                        std::to_string(join.node_rank)});
+        return;
+      }
+      service_.Join(join, [this, conn](const Status& status, const NodeAssignment& assignment) {
+        JobEvent answer;
+        answer.kind = JobEvent::Kind::kJoined;
+        answer.join_status = status;
+        answer.assignment = assignment;
+        QueueEvent(conn, answer);
+      });
+    }
+    if (message.has_success()) {
+      Status s = service_.ReportSuccess(conn->node_rank, message.success().restart_round());
+      if (!s.ok()) log_->debug("node {}'s success report: {}", conn->node_rank, s.message);
+    }
+  }
+
+  void Call(const ConnPtr& conn, const v1::AgentCall& call) {
+    const uint64_t id = call.id();
+    switch (call.request_case()) {
+      case v1::AgentCall::kFailure: {
+        bool root = false;
+        const FailedWorker failure = FromProto(call.failure().failure());
+        Status s = service_.ReportFailure(call.failure().restart_round(), failure, &root);
+        // The reporting node prints the failure summary and every other node names it: here only for -v.
+        if (root) log_->debug("job failure: {}", DescribeFailure(failure));
+        v1::CoordinatorFrame frame;
+        frame.mutable_result()->set_id(id);
+        ToProto(s, frame.mutable_result()->mutable_status());
+        frame.mutable_result()->mutable_failure()->set_root_cause(root);
+        Queue(conn, frame);
+        return;
+      }
+      case v1::AgentCall::kBarrier: {
+        const auto& b = call.barrier();
+        service_.Barrier(b.name(), b.process_id(), b.count(), std::chrono::milliseconds(b.timeout_ms()),
+                         [this, conn, id](const Status& s) { QueueResult(conn, id, s); });
+        return;
+      }
+      default:
+        QueueResult(conn, id, {StatusCode::kInvalidArgument, "a call this coordinator does not know"});
+        return;
+    }
+  }
+
+  void Refuse(const ConnPtr& conn, const Status& status) {
+    conn->refusing = true;
+    conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;  // to read the answer
+    v1::CoordinatorFrame frame;
+    ToProto(status, frame.mutable_refused());
+    Queue(conn, frame, /*then_close=*/true);
+  }
+
+  void QueueEvent(const ConnPtr& conn, const JobEvent& event) {
+    v1::CoordinatorFrame frame;
+    ToProto(event, frame.mutable_event());
+    Queue(conn, frame);
+  }
+
+  void QueueResult(const ConnPtr& conn, uint64_t id, const Status& status) {
+    v1::CoordinatorFrame frame;
+    frame.mutable_result()->set_id(id);
+    ToProto(status, frame.mutable_result()->mutable_status());
+    Queue(conn, frame);
+  }
+
+  // Any thread, also under the service's lock (event sinks): appends and leaves the writing to the loop.
+  void Queue(const ConnPtr& conn, const v1::CoordinatorFrame& frame, bool then_close = false) {
+    {
+      std::lock_guard lock(conn->mu);
+      if (conn->dead || conn->closing) return;
+      AppendFrame(frame, &conn->out);
+      if (then_close || conn->out.size() - conn->out_sent > kMaxQueuedBytes) conn->closing = true;
+      if (conn->dirty) return;
+      conn->dirty = true;
+    }
+    bool wake = false;
+    {
+      std::lock_guard lock(queued_mu_);
+      wake = queued_.empty();
+      queued_.push_back(conn);
+    }
+    if (wake && std::this_thread::get_id() != thread_.get_id()) Wake();
+  }
+
+  // Until nothing is left: closing a connection can queue news for the others (a lost node stops the job).
+  void FlushQueued() {
+    std::vector<ConnPtr> queued;
+    while (true) {
+      {
+        std::lock_guard lock(queued_mu_);
+        queued.swap(queued_);
+      }
+      if (queued.empty()) return;
+      for (const ConnPtr& conn : queued) {
+        {
+          std::lock_guard lock(conn->mu);
+          conn->dirty = false;
+        }
+        Flush(conn);
+      }
+      queued.clear();
+    }
+  }
+
+  // Writes what is queued; watches for room when the socket is full; closes a connection that is done.
+  void Flush(const ConnPtr& conn) {
+    bool drop = false;
+    {
+      std::lock_guard lock(conn->mu);
+      if (conn->dead) return;
+      while (conn->out_sent < conn->out.size()) {
+        ssize_t n = ::send(conn->fd, conn->out.data() + conn->out_sent, conn->out.size() - conn->out_sent,
+                           MSG_NOSIGNAL);
+        if (n > 0) {
+          conn->out_sent += static_cast<size_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        drop = true;  // broken; the read side sees it too
+        break;
+      }
+      const bool pending = conn->out_sent < conn->out.size();
+      if (!pending) {
+        conn->out.clear();
+        conn->out_sent = 0;
+        if (conn->closing) drop = true;
+      }
+      if (!drop && pending != conn->want_write) {
+        conn->want_write = pending;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (pending ? EPOLLOUT : 0u);
+        ev.data.fd = conn->fd;
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &ev);
+      }
+    }
+    if (drop) Drop(conn);
+  }
+
+  // Loop thread; never under conn->mu (detaching runs the service, whose sinks take it).
+  void Drop(const ConnPtr& conn) {
+    std::optional<uint64_t> id;
+    {
+      std::lock_guard lock(conn->mu);
+      if (conn->dead) return;
+      conn->dead = true;
+      id = std::exchange(conn->stream_id, std::nullopt);
+      conn->out.clear();
+    }
+    if (conn->phase == Conn::Phase::kOpen) --open_;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    // What the agent sent and nobody read would make close() reset the connection, and a reset can discard
+    // the last answer before the agent reads it: read it away, then end our side in order.
+    while (::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
+    }
+    ::shutdown(conn->fd, SHUT_WR);
+    ::close(conn->fd);
+    conns_.erase(conn->fd);
+    if (id) service_.DetachAgent(*id);
+  }
+
+  void ExpireHellos(SteadyClock::time_point now) {
+    std::vector<ConnPtr> late;
+    for (auto& [fd, conn] : conns_) {
+      if ((conn->phase != Conn::Phase::kOpen || conn->refusing) && now >= conn->hello_deadline) {
+        late.push_back(conn);
+      }
+    }
+    for (const ConnPtr& conn : late) {
+      if (conn->phase == Conn::Phase::kPreface || conn->refusing) {
+        Drop(conn);  // said nothing to answer, or does not read its answer
+      } else {
+        Refuse(conn, {StatusCode::kDeadlineExceeded, "no hello within the hello timeout"});
+      }
+    }
+  }
+
+  void CloseEverything() {
+    std::string why;
+    {
+      std::lock_guard lock(close_mu_);
+      why = close_why_;
+    }
+    closed_all_ = true;
+    std::vector<ConnPtr> all;
+    for (auto& [fd, conn] : conns_) all.push_back(conn);
+    for (const ConnPtr& conn : all) {
+      if (conn->phase == Conn::Phase::kOpen && !conn->refusing) {
+        Refuse(conn, {StatusCode::kUnavailable, why});
+        Flush(conn);  // small: fits the socket; whatever does not is dropped with the connection
+      }
+      Drop(conn);
+    }
+    {
+      std::lock_guard lock(queued_mu_);
+      queued_.clear();
+    }
+    std::lock_guard lock(close_mu_);
+    close_done_ = true;
+    close_cv_.notify_all();
+  }
+
+  CoordinationService& service_;
+  AgentChannelConfig config_;
+  std::shared_ptr<spdlog::logger> log_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::vector<char> buffer_;  // the loop's read buffer
+  std::unordered_map<int, ConnPtr> conns_;  // loop thread only
+  std::atomic<size_t> open_{0};
+  bool accept_paused_ = false;
+  SteadyClock::time_point accept_resume_;
+  bool closed_all_ = false;  // loop thread
+
+  std::mutex queued_mu_;
+  std::vector<ConnPtr> queued_;  // connections with output to write
+
+  std::mutex close_mu_;
+  std::condition_variable close_cv_;
+  std::string close_why_;
+  bool close_requested_ = false;
+  bool close_done_ = false;
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+AgentChannelServer::AgentChannelServer(CoordinationService& service, int listen_fd, AgentChannelConfig config)
+    : loop_(std::make_unique<Loop>(service, listen_fd, std::move(config))) {}
+
+AgentChannelServer::~AgentChannelServer() = default;
+
+void AgentChannelServer::CloseAll(const std::string& why) { loop_->CloseAll(why); }
+
+size_t AgentChannelServer::connections() const { return loop_->connections(); }
+
+}  // namespace distrun

@@ -1,0 +1,55 @@
+#pragma once
+// The coordinator's side of the agent channel (runtime/distrun.proto, top): one epoll loop owns the
+// coordinator's listening socket. A connection that opens with the agent preface is an agent, served here
+// with a few hundred bytes of state and one read per message; any other (gRPC's HTTP/2: workers' key-value
+// calls, other clients) is handed to gRPC untouched, so one port serves both.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "runtime/service.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace distrun {
+
+struct AgentChannelConfig {
+  std::string token;  // what every hello must carry; never logged
+  size_t max_message_bytes = 4 << 20;
+  // A connection that has not said which protocol it speaks, or not sent its hello, is closed after this.
+  std::chrono::milliseconds hello_timeout{10'000};
+  // Takes over a connection that is not an agent's (nothing of it has been read), from `peer`: gRPC's.
+  std::function<void(int fd, const std::string& peer)> hand_off;
+  // A hello with a wrong token, from `peer`; the caller counts and logs refusals.
+  std::function<void(const std::string& peer)> refused;
+  std::shared_ptr<spdlog::logger> log;
+};
+
+class AgentChannelServer {
+ public:
+  // Serves connections accepted on `listen_fd` (listening, owned from now on) until destroyed.
+  AgentChannelServer(CoordinationService& service, int listen_fd, AgentChannelConfig config);
+  // Stops accepting and closes every connection (as CloseAll); the service must outlive this.
+  ~AgentChannelServer();
+  AgentChannelServer(const AgentChannelServer&) = delete;
+  AgentChannelServer& operator=(const AgentChannelServer&) = delete;
+
+  // Tells every agent `why` (UNAVAILABLE) and closes its connection; later connections are closed at
+  // once. For the service's shutdown.
+  void CloseAll(const std::string& why);
+
+  // Agent connections open now (after their hello).
+  size_t connections() const;
+
+ private:
+  class Loop;
+  std::unique_ptr<Loop> loop_;
+};
+
+}  // namespace distrun
