@@ -18,6 +18,15 @@ GrpcClientConfig ClientConfig(const AgentConfig& config) {
   return c;
 }
 
+AgentChannelOptions ChannelOptions(const AgentConfig& config, const NodeJoin& first_join) {
+  AgentChannelOptions o;
+  o.address = config.coordinator_address;
+  o.token = config.token;
+  o.node_rank = config.join.node_rank;
+  o.first_join = first_join;
+  return o;
+}
+
 // The service answers a join by the initialization timeout; this much longer the agent waits for the answer
 // to travel before it gives up on its own.
 constexpr std::chrono::seconds kJoinAnswerMargin{5};
@@ -39,25 +48,30 @@ std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, i
   return std::min(interval, timeout / 3);
 }
 
-Agent::Agent(AgentConfig config)
-    : config_(std::move(config)), client_(ClientConfig(config_)), started_(std::chrono::steady_clock::now()) {
+Agent::Agent(AgentConfig config) : config_(std::move(config)), started_(std::chrono::steady_clock::now()) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   // The stream's first message joins round 0: rendezvous costs the coordinator no call of its own.
   NodeJoin first_join = config_.join;
   first_join.restart_round = 0;
-  stream_ = client_.OpenLiveness(
-      config_.join.node_rank, [this](const JobEvent& e) { Push(e); },
-      [this](const Status& s) {
-        {
-          std::lock_guard lock(mu_);
-          lost_reason_ = s.message.empty() ? StatusCodeName(s.code) : s.message;
-          stream_closed_ = true;
-        }
-        CoordinatorLost("the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " +
-                        s.message + ")");
-      },
-      first_join);
+  auto on_event = [this](const JobEvent& e) { Push(e); };
+  auto on_closed = [this](const Status& s) {
+    {
+      std::lock_guard lock(mu_);
+      lost_reason_ = s.message.empty() ? StatusCodeName(s.code) : s.message;
+      stream_closed_ = true;
+    }
+    CoordinatorLost("the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " + s.message +
+                    ")");
+  };
+  if (config_.in_process_channel) {
+    client_ = std::make_unique<GrpcClient>(ClientConfig(config_));
+    stream_ = client_->OpenLiveness(config_.join.node_rank, on_event, on_closed, first_join);
+  } else {
+    auto channel = std::make_unique<AgentChannel>(ChannelOptions(config_, first_join), on_event, on_closed);
+    channel_ = channel.get();
+    stream_ = std::move(channel);
+  }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
 }
 
@@ -76,10 +90,7 @@ Agent::~Agent() {
 Status Agent::Join(int restart_round, NodeAssignment* assignment) {
   // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
   // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.
-  if (restart_round == 0) {
-    // Get the connection without gRPC's 100 ms pause after a refusal (node 0 may not listen yet).
-    if (!config_.in_process_channel) client_.Connect(std::chrono::seconds(1));
-  } else {
+  if (restart_round != 0) {
     {
       std::lock_guard lock(mu_);
       join_answer_.reset();
@@ -111,7 +122,8 @@ Status Agent::ReportFailure(const FailedWorker& failure, bool* root_cause) {
     std::lock_guard lock(mu_);
     round = round_;
   }
-  return client_.ReportFailure(round, failure, root_cause);
+  if (channel_) return channel_->ReportFailure(round, failure, root_cause);
+  return client_->ReportFailure(round, failure, root_cause);
 }
 
 Status Agent::ReportSuccess() {

@@ -1,6 +1,7 @@
 #pragma once
 // What the launcher uses (every distrun is an agent, also in local mode): connect to the coordination
-// service, keep this node's liveness stream, join rendezvous, report failures and success, and learn of
+// service (over the agent channel, runtime/agent_channel.h; node 0 in process), keep this node's liveness
+// stream, join rendezvous, report failures and success, and learn of
 // job stops. Events are queued and announced on an eventfd, so the supervisor's poll loop can watch it.
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/agent_channel.h"
 #include "runtime/grpc_client.h"
 #include "runtime/types.h"
 
@@ -55,15 +57,15 @@ class Agent {
   // Waits up to `timeout` for an event other than heartbeats (for callers without a poll loop).
   std::optional<JobEvent> WaitForEvent(std::chrono::milliseconds timeout);
 
-  GrpcClient& client() { return client_; }
-
  private:
   void Push(const JobEvent& event);
   void CoordinatorLost(const std::string& why);
   void HeartbeatLoop();
 
   AgentConfig config_;
-  GrpcClient client_;
+  // Node 0's agent speaks gRPC to the service in its own process; every other one the agent channel.
+  std::unique_ptr<GrpcClient> client_;
+  AgentChannel* channel_ = nullptr;  // stream_, when it is the agent channel
   int event_fd_ = -1;
   int round_ = 0;
 
