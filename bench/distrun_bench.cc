@@ -2,11 +2,12 @@
 //   distrun-bench detect [--distrun PATH] [--runs N]
 //   distrun-bench launch [--distrun PATH] [--runs N] [--nproc N]
 //   distrun-bench rendezvous [--agents N[,N...]] [--agents-per-connection K] [--threads T]
-//                            [--client raw|grpc] [--heartbeat-ms MS] [--heartbeat-timeout-ms MS] [--hold-s S]
+//                            [--client framed|raw|grpc] [--heartbeat-ms MS] [--heartbeat-timeout-ms MS] [--hold-s S]
 //                            [--perf FILE]
 //   distrun-bench kv [--clients N] [--seconds S] [--perf FILE]
 //   distrun-bench agent-memory [--distrun PATH]
-//   distrun-bench failure [--distrun PATH] [--runs N] [--nproc N] [--srun-nodes N [--lab DIR]]
+//   distrun-bench failure [--distrun PATH] [--runs|--trials N] [--nproc|--workers N]
+//                         [--srun-nodes N [--lab DIR]]
 //   distrun-bench srun [--distrun PATH] [--nodes N] [--runs N] [--lab DIR]      (on the Slurm lab)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
@@ -70,7 +71,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   if (which == "agent") return distrun::bench::AgentMain(Flags(argc, argv, 2, {"address"}));
   if (which == "failure") {
     return distrun::bench::FailureBench(
-        Flags(argc, argv, 2, {"distrun", "runs", "nproc", "srun-nodes", "lab"}));
+        Flags(argc, argv, 2, {"distrun", "runs", "trials", "nproc", "workers", "srun-nodes", "lab"}));
   }
   if (which == "srun")
     return distrun::bench::SrunBench(Flags(argc, argv, 2, {"distrun", "nodes", "runs", "lab"}));

@@ -96,8 +96,9 @@ int FailureWorkerMain(const Flags& flags) {
 
 int FailureBench(const Flags& flags) {
   const std::string distrun = flags.Get("distrun", "build/release/distrun");
-  const int runs = static_cast<int>(flags.Int("runs", 50));
-  const int per_node = static_cast<int>(flags.Int("nproc", 8));
+  // --trials and --workers are other names for --runs and --nproc.
+  const int runs = static_cast<int>(flags.Int("trials", flags.Int("runs", 50)));
+  const int per_node = static_cast<int>(flags.Int("workers", flags.Int("nproc", 8)));
   const int nodes = static_cast<int>(flags.Int("srun-nodes", 0));
   const int nproc = per_node * std::max(nodes, 1);
   if (runs < 1 || nproc < 2 || nodes < 0) {

@@ -144,18 +144,6 @@ std::string RequestHeaderBlock(std::string_view method, const std::string& autho
   return block;
 }
 
-sockaddr_in ParseIpv4(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  if (colon == std::string::npos ||
-      ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr) != 1) {
-    throw std::invalid_argument("the raw agents need an IPv4 address:port, not '" + address + "'");
-  }
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-  return sa;
-}
-
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // ---- one agent, one connection ----
@@ -219,7 +207,7 @@ struct Connection {
 }  // namespace
 
 struct H2Agents::Shared {
-  H2AgentsOptions options;
+  SimAgentsOptions options;
   sockaddr_in coordinator{};
   std::string liveness_headers, join_headers, barrier_headers;
   AgentProgress& progress;
@@ -860,7 +848,7 @@ class H2Agents::Loop {
   std::thread thread_;
 };
 
-H2Agents::H2Agents(const H2AgentsOptions& options) : options_(options) {
+H2Agents::H2Agents(const SimAgentsOptions& options) : options_(options) {
   if (options.agents < 1 || options.per_connection < 1 || options.threads < 1) {
     throw std::invalid_argument("H2Agents needs at least one agent, one per connection and one thread");
   }

@@ -7,38 +7,17 @@
 // measures the coordinator rather than the simulation.
 
 #include <atomic>
-#include <condition_variable>
-#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <string>
 #include <vector>
 
+#include "sim_agents.h"
+
 namespace distrun::bench {
-
-// What simulated agents report to the benchmark; both of rendezvous_bench.cc's simulations fill one.
-struct AgentProgress {
-  std::mutex mu;
-  std::condition_variable cv;
-  int answered = 0, joined = 0, passed = 0, finished = 0, failed = 0;
-  double answered_at = 0, joined_at = 0, passed_at = 0;  // seconds from the start to the last agent's
-  std::string first_error;
-  std::atomic<uint64_t> heartbeats_answered{0};
-};
-
-struct H2AgentsOptions {
-  std::string address;  // the coordinator's, IPv4 "a.b.c.d:port"
-  std::string token;    // the job token the coordinator expects
-  int agents = 0;
-  int per_connection = 1;   // agents sharing one connection, each on streams of its own
-  int threads = 2;          // epoll loops; a connection and its agents belong to one
-  int heartbeat_ms = 1000;  // 0: none
-};
 
 class H2Agents {
  public:
   // Prepares every agent and starts the loops; nothing is sent before Start.
-  explicit H2Agents(const H2AgentsOptions& options);
+  explicit H2Agents(const SimAgentsOptions& options);
   ~H2Agents();  // closes every connection
   H2Agents(const H2Agents&) = delete;
   H2Agents& operator=(const H2Agents&) = delete;
@@ -58,7 +37,7 @@ class H2Agents {
   class Loop;
   struct Shared;
 
-  H2AgentsOptions options_;
+  SimAgentsOptions options_;
   int connections_ = 0;
   AgentProgress progress_;
   std::atomic<double> start_{0};

@@ -7,17 +7,20 @@
 // then wait at barrier "bench" over every worker. They heartbeat as real agents of a job of that many nodes
 // do with distrun's default --heartbeat-timeout of 10 s (runtime/agent.h HeartbeatInterval: every 1 s up to
 // 2,000 nodes, 3.3 s at 10,000), or every --heartbeat-ms (0: never), and keep reading the stream's answers;
-// --heartbeat-timeout-ms is the coordinator's. Two simulations (--client):
-// - raw (the default): gRPC over HTTP/2 written by hand on epoll loops (h2_agents.h): ~80 us of CPU per
-//   agent with a connection each, nearly all of it the kernel's loopback TCP (~30 us at 10 agents per
-//   connection), so that the coordinator is what is measured. The join travels in the stream's first
-//   message, as Agent sends it, and its answer comes back on the stream.
+// --heartbeat-timeout-ms is the coordinator's. Three simulations (--client):
+// - framed (the default): the agent channel, as distrun's agents on other nodes speak it
+//   (runtime/agent_channel.h), on epoll loops (framed_agents.h): one connection per agent, the join in the
+//   first liveness message, the barrier as a call on the same connection.
+// - raw: gRPC over HTTP/2 written by hand on epoll loops (h2_agents.h): ~80 us of CPU per agent with a
+//   connection each, nearly all of it the kernel's loopback TCP (~30 us at 10 agents per connection), so
+//   that the coordinator is what is measured. The join travels in the stream's first message, as Agent
+//   sent it before the agent channel, and its answer comes back on the stream.
 // - grpc: state machines on gRPC's asynchronous client API, ~500 us of CPU per agent (gRPC's per-channel
 //   machinery, and Debian's gRPC checks every completion-queue event against every outstanding tag). They
 //   wait for the stream's first answer and then call Join (the agent's way before it joined on its
 //   stream); headers are corked into the first message.
 //
-// Connections: a real agent is its own process with its own HTTP/2 connection. Here each group of
+// Connections: a real agent is its own process with its own connection. Here each group of
 // --agents-per-connection agents shares one connection (grpc: one channel with a local subchannel pool, so
 // gRPC does not merge the channels; raw: one socket, each agent on streams of its own); 1 is the real
 // layout. Loopback allows about 28,000 connections to one port (the ephemeral port range) and each process
@@ -44,6 +47,7 @@
 
 #include "coordinator_process.h"
 #include "flags.h"
+#include "framed_agents.h"
 #include "h2_agents.h"
 #include "proc_stats.h"
 #include "runtime/agent.h"
@@ -84,7 +88,7 @@ struct SimAgent {
 };
 
 struct Run {
-  std::string client = "raw";  // or "grpc"
+  std::string client = "framed";  // or "raw", "grpc"
   int agents = 0;
   int per_connection = 1;
   int threads = 2;
@@ -367,8 +371,8 @@ class PerfRecorder {
   pid_t pid_ = -1;
 };
 
-H2AgentsOptions RawOptions(const Run& run, const std::string& address) {
-  H2AgentsOptions o;
+SimAgentsOptions SimOptions(const Run& run, const std::string& address) {
+  SimAgentsOptions o;
   o.address = address;
   o.token = kBenchToken;
   o.agents = run.agents;
@@ -378,7 +382,8 @@ H2AgentsOptions RawOptions(const Run& run, const std::string& address) {
   return o;
 }
 
-// One rendezvous of run.agents agents made by make_agents(address) (GrpcAgents or H2Agents), and its rows.
+// One rendezvous of run.agents agents made by make_agents(address) (FramedAgents, H2Agents or GrpcAgents),
+// and its rows.
 template <typename MakeAgents>
 int RunOnce(const Run& run, MakeAgents make_agents) {
   CoordinatorOptions co;
@@ -430,7 +435,7 @@ int RunOnce(const Run& run, MakeAgents make_agents) {
       "%6d agents, %5d connections: streams answered %.3f s, joined %.3f s, barrier passed %.3f s "
       "(%s in %.3f s)\n",
       run.agents, sim.connections(), p.answered_at, p.joined_at, p.passed_at,
-      run.client == "raw" ? "raw agents set up" : "channels made", create_s);
+      run.client == "grpc" ? "channels made" : "agents set up", create_s);
   double heap_per_agent_kb =
       static_cast<double>(heap_after.in_use - heap_base.in_use) / 1024 / static_cast<double>(run.agents);
   std::printf(
@@ -462,14 +467,14 @@ int RunOnce(const Run& run, MakeAgents make_agents) {
   std::printf("        coordinator shutdown %.3f s%s\n", shutdown_s,
               finished ? "" : "; some streams did not end");
   std::printf(
-      "{\"bench\": \"rendezvous\", \"client\": \"%s\", \"agents\": %d, \"connections\": %d, "
-      "\"answered_s\": %.4f, "
+      "{\"bench\": \"rendezvous\", \"client\": \"%s\", \"agents\": %d, \"seconds\": %.4f, "
+      "\"connections\": %d, \"answered_s\": %.4f, "
       "\"joined_s\": %.4f, \"barrier_s\": %.4f, \"coordinator_rss_base_kb\": %lld, "
       "\"coordinator_rss_kb\": %lld, \"coordinator_hwm_kb\": %lld, \"rss_per_agent_kb\": %.3f, "
       "\"heap_per_agent_kb\": %.3f, "
       "\"coordinator_cpu_s\": %.3f, \"agents_cpu_s\": %.3f, \"heartbeat_ms\": %d, \"hold_cores\": %.4f, "
       "\"shutdown_s\": %.4f}\n",
-      run.client.c_str(), run.agents, sim.connections(), p.answered_at, p.joined_at, p.passed_at,
+      run.client.c_str(), run.agents, p.passed_at, sim.connections(), p.answered_at, p.joined_at, p.passed_at,
       static_cast<long long>(base.rss_kb), static_cast<long long>(after.rss_kb),
       static_cast<long long>(after.hwm_kb), per_agent_kb, heap_per_agent_kb, coord_cpu, client_cpu,
       run.heartbeat_ms, hold_cpu_per_s, shutdown_s);
@@ -481,7 +486,7 @@ int RunOnce(const Run& run, MakeAgents make_agents) {
 
 int RendezvousBench(const Flags& flags) {
   Run run;
-  run.client = flags.Get("client", "raw");
+  run.client = flags.Get("client", "framed");
   run.per_connection = static_cast<int>(flags.Int("agents-per-connection", 1));
   run.threads = static_cast<int>(flags.Int("threads", 2));
   // By default what distrun does: its default --heartbeat-timeout (10 s), and the agents' interval for a
@@ -494,9 +499,13 @@ int RendezvousBench(const Flags& flags) {
   if (run.per_connection < 1 || run.threads < 1 || run.heartbeat_timeout_ms < 1) {
     throw std::invalid_argument("--agents-per-connection and --threads must be positive");
   }
-  if (run.client != "raw" && run.client != "grpc") {
-    throw std::invalid_argument("--client is raw (hand-written HTTP/2, the default) or grpc, not '" +
-                                run.client + "'");
+  if (run.client != "framed" && run.client != "raw" && run.client != "grpc") {
+    throw std::invalid_argument("--client is framed (the agent channel, the default), raw (hand-written "
+                                "HTTP/2) or grpc, not '" + run.client + "'");
+  }
+  if (run.client == "framed" && run.per_connection != 1) {
+    throw std::invalid_argument("--agents-per-connection is for --client raw or grpc: the agent channel "
+                                "has one connection per agent");
   }
   std::vector<int> counts;
   std::stringstream list(flags.Get("agents", "10000"));
@@ -516,9 +525,13 @@ int RendezvousBench(const Flags& flags) {
           static_cast<int>(HeartbeatInterval(std::chrono::milliseconds(run.heartbeat_timeout_ms), n).count());
     }
     std::printf("%d agents heartbeat every %d ms\n", n, run.heartbeat_ms);
-    if (run.client == "raw") {
+    if (run.client == "framed") {
       rc |= RunOnce(run, [&](const std::string& address) {
-        return std::make_unique<H2Agents>(RawOptions(run, address));
+        return std::make_unique<FramedAgents>(SimOptions(run, address));
+      });
+    } else if (run.client == "raw") {
+      rc |= RunOnce(run, [&](const std::string& address) {
+        return std::make_unique<H2Agents>(SimOptions(run, address));
       });
     } else {
       rc |= RunOnce(run,

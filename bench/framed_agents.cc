@@ -1,0 +1,381 @@
+#include "framed_agents.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "proc_stats.h"
+#include "runtime/agent_frames.h"
+#include "runtime/distrun.pb.h"
+
+namespace distrun::bench {
+namespace {
+
+constexpr int kHeartbeatSlots = 100;  // each interval is cut into slots so heartbeats spread as in real life
+constexpr uint64_t kBarrierCallId = 1;
+constexpr size_t kMaxMessageBytes = 4 << 20;  // as AgentChannelOptions
+
+// epoll keys: the loop's eventfd, its heartbeat timer, then its agents by index.
+constexpr uint64_t kWakeKey = 0;
+constexpr uint64_t kTimerKey = 1;
+constexpr uint64_t kFirstAgentKey = 2;
+
+std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+struct SimAgent {
+  int rank = 0;
+  int fd = -1;
+  uint64_t key = 0;
+  std::string out;  // bytes to send; out_sent of them went
+  size_t out_sent = 0;
+  FrameReader reader{kMaxMessageBytes};
+  int heartbeat_slot = -1;  // chosen at connect: the first heartbeat goes one interval later
+  bool dirty = false;
+  bool ended = false;
+  bool answered = false, joined = false, passed = false, finished = false, failed = false;
+};
+
+}  // namespace
+
+struct FramedAgents::Shared {
+  SimAgentsOptions options;
+  sockaddr_in coordinator{};
+  AgentProgress& progress;
+  std::atomic<double>& start;
+  std::atomic<bool> started{false};
+  std::atomic<bool> heartbeats{false};
+  std::atomic<bool> stopping{false};
+};
+
+class FramedAgents::Loop {
+ public:
+  Loop(Shared& shared, int first_rank, int count) : shared_(shared), in_(1 << 16) {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0 || !Watch(wake_fd_, EPOLLIN, kWakeKey) ||
+        !Watch(timer_fd_, EPOLLIN, kTimerKey)) {
+      throw std::runtime_error(ErrnoText("cannot set up an epoll loop for the framed agents"));
+    }
+    agents_.resize(static_cast<size_t>(count));
+    for (int i = 0; i < count; ++i) {
+      agents_[static_cast<size_t>(i)].rank = first_rank + i;
+      agents_[static_cast<size_t>(i)].key = kFirstAgentKey + static_cast<uint64_t>(i);
+    }
+    join_.set_num_nodes(shared_.options.agents);
+    join_.set_local_workers(1);
+    for (int d = 0; d < 8; ++d) join_.add_device_tokens(std::to_string(d));
+    join_.set_run_id("bench");
+    join_.set_proposed_master_port(29500);
+    hello_.mutable_hello()->set_token(shared_.options.token);
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Loop() {
+    Wake();
+    thread_.join();
+    for (SimAgent& a : agents_) {
+      if (a.fd >= 0) ::close(a.fd);
+    }
+    ::close(timer_fd_);
+    ::close(wake_fd_);
+    ::close(epoll_fd_);
+  }
+
+  void Wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  void SetHeartbeatInterval(int interval_ms) {
+    const int64_t step_ns = int64_t{interval_ms} * 1'000'000 / kHeartbeatSlots;
+    itimerspec spec{};
+    spec.it_interval = {static_cast<time_t>(step_ns / 1'000'000'000),
+                        static_cast<long>(step_ns % 1'000'000'000)};
+    spec.it_value = spec.it_interval;  // zero disarms
+    ::timerfd_settime(timer_fd_, 0, &spec, nullptr);
+  }
+
+ private:
+  bool Watch(int fd, uint32_t events, uint64_t key) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = key;
+    return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+  }
+
+  void Run() {
+    std::array<epoll_event, 256> events;
+    while (!shared_.stopping.load()) {
+      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), -1);
+      if (n < 0 && errno != EINTR) break;
+      for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
+      for (SimAgent* a : dirty_) {
+        a->dirty = false;
+        Flush(*a);
+      }
+      dirty_.clear();
+    }
+  }
+
+  void Dispatch(const epoll_event& ev) {
+    if (ev.data.u64 == kWakeKey) {
+      uint64_t count = 0;
+      [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+      if (shared_.started.load() && !opened_) {
+        opened_ = true;
+        for (SimAgent& a : agents_) Open(a);
+      }
+      return;
+    }
+    if (ev.data.u64 == kTimerKey) {
+      uint64_t expirations = 0;
+      if (::read(timer_fd_, &expirations, sizeof expirations) != sizeof expirations) return;
+      if (!shared_.heartbeats.load()) return;
+      for (uint64_t i = 0; i < std::min<uint64_t>(expirations, kHeartbeatSlots); ++i) HeartbeatSlot();
+      return;
+    }
+    SimAgent& a = agents_[ev.data.u64 - kFirstAgentKey];
+    if (ev.events & EPOLLOUT) Flush(a);
+    if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
+      Receive(a, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
+    }
+  }
+
+  // ---- sending ----
+
+  void Open(SimAgent& a) {
+    a.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (a.fd < 0) return End(a, ErrnoText("socket"));
+    int one = 1;
+    ::setsockopt(a.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as AgentChannel does
+    const auto* sa = reinterpret_cast<const sockaddr*>(&shared_.coordinator);
+    if (::connect(a.fd, sa, sizeof shared_.coordinator) != 0 && errno != EINPROGRESS) {
+      return End(a, ErrnoText("connect"));
+    }
+    if (!Watch(a.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, a.key)) return End(a, ErrnoText("epoll_ctl"));
+    a.out += kAgentChannelPreface;
+    AppendFrame(hello_, &a.out);
+    // The first liveness message names the node and joins round 0, as AgentChannel's does.
+    frame_.Clear();
+    auto* liveness = frame_.mutable_liveness();
+    liveness->set_node_rank(a.rank);
+    *liveness->mutable_join() = join_;
+    liveness->mutable_join()->set_node_rank(a.rank);
+    AppendFrame(frame_, &a.out);
+    a.heartbeat_slot = slot_;
+    MarkDirty(a);
+  }
+
+  void MarkDirty(SimAgent& a) {
+    if (a.dirty) return;
+    a.dirty = true;
+    dirty_.push_back(&a);
+  }
+
+  void Flush(SimAgent& a) {
+    while (a.fd >= 0 && a.out_sent < a.out.size()) {
+      const ssize_t n = ::send(a.fd, a.out.data() + a.out_sent, a.out.size() - a.out_sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        a.out_sent += static_cast<size_t>(n);
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return;  // EPOLLOUT resumes (also when a connect is still on its way)
+      } else if (n == 0 || errno != EINTR) {
+        return End(a, ErrnoText("write"));
+      }
+    }
+    a.out.clear();
+    a.out_sent = 0;
+  }
+
+  void HeartbeatSlot() {
+    for (SimAgent& a : agents_) {
+      if (a.heartbeat_slot != slot_ || a.ended || a.fd < 0) continue;
+      if (!a.out.empty()) continue;  // a write in progress: skipped, as AgentChannel skips it
+      frame_.Clear();
+      frame_.mutable_liveness()->set_node_rank(a.rank);
+      AppendFrame(frame_, &a.out);
+      MarkDirty(a);
+    }
+    slot_ = (slot_ + 1) % kHeartbeatSlots;
+  }
+
+  // ---- receiving ----
+
+  // `hung_up`: the end came with this edge, so reading goes on until it is seen.
+  void Receive(SimAgent& a, bool hung_up) {
+    while (a.fd >= 0) {
+      const ssize_t n = ::recv(a.fd, in_.data(), in_.size(), 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) End(a, ErrnoText("read"));
+        return;
+      }
+      if (n == 0) return End(a, "the coordinator closed the connection");
+      a.reader.Append(in_.data(), static_cast<size_t>(n));
+      std::string_view bytes;
+      while (!a.ended) {
+        const FrameReader::Result r = a.reader.Next(&bytes);
+        if (r == FrameReader::Result::kNeedMore) break;
+        if (r == FrameReader::Result::kTooLarge) return End(a, "the coordinator sent an oversized frame");
+        if (!answer_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+          return End(a, "a frame that does not parse as a CoordinatorFrame");
+        }
+        OnFrame(a);
+      }
+      // A short read emptied the socket: what comes later raises a new edge. Saves a recv per event.
+      if (!hung_up && static_cast<size_t>(n) < in_.size()) return;
+    }
+  }
+
+  void OnFrame(SimAgent& a) {
+    if (answer_.has_refused()) {
+      // The coordinator's shutdown after the barrier is expected; anything before it is a failure.
+      if (!a.passed) Fail(a, "refused: " + answer_.refused().message());
+      return;
+    }
+    if (answer_.has_result()) {
+      if (answer_.result().id() != kBarrierCallId || a.passed) return;
+      if (answer_.result().status().code() != 0) {
+        return Fail(a, "the barrier failed: " + answer_.result().status().message());
+      }
+      a.passed = true;
+      Count(&AgentProgress::passed, &AgentProgress::passed_at);
+      return;
+    }
+    const v1::JobEvent& event = answer_.event();
+    if (event.has_joined()) {
+      if (event.joined().code() != 0) return Fail(a, "the join was refused: " + event.joined().message());
+      if (a.joined) return;
+      a.joined = true;
+      Count(&AgentProgress::joined, &AgentProgress::joined_at);
+      frame_.Clear();
+      auto* call = frame_.mutable_call();
+      call->set_id(kBarrierCallId);
+      call->mutable_barrier()->set_name("bench");
+      call->mutable_barrier()->set_process_id(event.joined().assignment().rank_offset());
+      call->mutable_barrier()->set_count(0);
+      call->mutable_barrier()->set_timeout_ms(3'600'000);
+      AppendFrame(frame_, &a.out);
+      MarkDirty(a);
+    } else if (event.has_heartbeat()) {
+      if (a.answered) {
+        shared_.progress.heartbeats_answered.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        a.answered = true;
+        Count(&AgentProgress::answered, &AgentProgress::answered_at);
+      }
+    }
+  }
+
+  void End(SimAgent& a, const std::string& why) {
+    if (a.ended) return;
+    a.ended = true;
+    if (a.fd >= 0) ::close(a.fd);
+    a.fd = -1;
+    a.out.clear();
+    a.out_sent = 0;
+    if (!a.passed) Fail(a, why);
+    if (std::exchange(a.finished, true)) return;
+    AgentProgress& p = shared_.progress;
+    std::lock_guard lock(p.mu);
+    if (++p.finished == shared_.options.agents) p.cv.notify_all();
+  }
+
+  // ---- progress ----
+
+  void Count(int AgentProgress::*counter, double AgentProgress::*last_at) {
+    AgentProgress& p = shared_.progress;
+    std::lock_guard lock(p.mu);
+    if (++(p.*counter) == shared_.options.agents) {
+      p.*last_at = MonotonicSeconds() - shared_.start.load();
+      p.cv.notify_all();
+    }
+  }
+
+  void Fail(SimAgent& a, const std::string& why) {
+    if (std::exchange(a.failed, true)) return;
+    AgentProgress& p = shared_.progress;
+    std::lock_guard lock(p.mu);
+    if (p.failed++ == 0) p.first_error = "node " + std::to_string(a.rank) + ": " + why;
+    p.cv.notify_all();
+  }
+
+  Shared& shared_;
+  int epoll_fd_ = -1, wake_fd_ = -1, timer_fd_ = -1;
+  std::vector<SimAgent> agents_;
+  std::vector<SimAgent*> dirty_;
+  std::vector<char> in_;  // one read buffer for every agent of the loop
+  bool opened_ = false;
+  int slot_ = 0;
+  // Scratch messages: no allocation per send once their strings have grown.
+  v1::AgentFrame hello_;
+  v1::AgentFrame frame_;
+  v1::JoinRequest join_;
+  v1::CoordinatorFrame answer_;
+  std::thread thread_;
+};
+
+FramedAgents::FramedAgents(const SimAgentsOptions& options) : options_(options) {
+  if (options.agents < 1 || options.threads < 1 || options.per_connection != 1) {
+    throw std::invalid_argument("the agent channel's simulation needs agents, threads and one agent per "
+                                "connection (--agents-per-connection is for --client raw or grpc)");
+  }
+  shared_.reset(new Shared{.options = options,
+                           .coordinator = ParseIpv4(options.address),
+                           .progress = progress_,
+                           .start = start_});
+  const int threads = std::min(options.threads, options.agents);
+  for (int t = 0; t < threads; ++t) {
+    const int first = options.agents * t / threads, next = options.agents * (t + 1) / threads;
+    loops_.push_back(std::make_unique<Loop>(*shared_, first, next - first));
+  }
+}
+
+FramedAgents::~FramedAgents() {
+  shared_->stopping = true;
+  loops_.clear();  // each wakes its thread, joins it and closes its sockets
+}
+
+void FramedAgents::Start() {
+  start_ = MonotonicSeconds();
+  shared_->started = true;
+  if (options_.heartbeat_ms > 0) {
+    shared_->heartbeats = true;
+    for (auto& loop : loops_) loop->SetHeartbeatInterval(options_.heartbeat_ms);
+  }
+  for (auto& loop : loops_) loop->Wake();
+}
+
+bool FramedAgents::WaitPassed(double timeout_s) {
+  std::unique_lock lock(progress_.mu);
+  progress_.cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                        [this] { return progress_.passed == options_.agents || progress_.failed > 0; });
+  return progress_.passed == options_.agents;
+}
+
+void FramedAgents::StopHeartbeats() {
+  shared_->heartbeats = false;
+  for (auto& loop : loops_) loop->SetHeartbeatInterval(0);
+}
+
+bool FramedAgents::WaitFinished(double timeout_s) {
+  std::unique_lock lock(progress_.mu);
+  return progress_.cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                               [this] { return progress_.finished == options_.agents; });
+}
+
+}  // namespace distrun::bench
