@@ -38,9 +38,8 @@ std::string Seconds(std::chrono::milliseconds d) {
 }  // namespace
 
 // How often an agent says it is alive: five times per timeout, at most once a second, and in big jobs
-// less often so that the coordinator answers about 2,000 a second in all (each costs it ≈ 50 µs of CPU:
-// one a second from 10,000 agents took 0.6 of a core, bench/RESULTS.md), but never less than three times
-// per timeout.
+// less often so that the coordinator answers about 2,000 a second in all (each cost it ≈ 50 µs of CPU over
+// gRPC, ≈ 15 µs on the agent channel: bench/RESULTS.md), but never less than three times per timeout.
 std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes) {
   using std::chrono::milliseconds;
   milliseconds interval = std::clamp(timeout / 5, milliseconds(50), milliseconds(1000));
