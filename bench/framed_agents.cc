@@ -3,9 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,14 +22,8 @@
 namespace distrun::bench {
 namespace {
 
-constexpr int kHeartbeatSlots = 100;  // each interval is cut into slots so heartbeats spread as in real life
 constexpr uint64_t kBarrierCallId = 1;
 constexpr size_t kMaxMessageBytes = 4 << 20;  // as AgentChannelOptions
-
-// epoll keys: the loop's eventfd, its heartbeat timer, then its agents by index.
-constexpr uint64_t kWakeKey = 0;
-constexpr uint64_t kTimerKey = 1;
-constexpr uint64_t kFirstAgentKey = 2;
 
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -63,17 +55,10 @@ struct FramedAgents::Shared {
 class FramedAgents::Loop {
  public:
   Loop(Shared& shared, int first_rank, int count) : shared_(shared), in_(1 << 16) {
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0 || !Watch(wake_fd_, EPOLLIN, kWakeKey) ||
-        !Watch(timer_fd_, EPOLLIN, kTimerKey)) {
-      throw std::runtime_error(ErrnoText("cannot set up an epoll loop for the framed agents"));
-    }
     agents_.resize(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) {
       agents_[static_cast<size_t>(i)].rank = first_rank + i;
-      agents_[static_cast<size_t>(i)].key = kFirstAgentKey + static_cast<uint64_t>(i);
+      agents_[static_cast<size_t>(i)].key = SimLoopFds::kFirstKey + static_cast<uint64_t>(i);
     }
     join_.set_num_nodes(shared_.options.agents);
     join_.set_local_workers(1);
@@ -85,42 +70,21 @@ class FramedAgents::Loop {
   }
 
   ~Loop() {
-    Wake();
+    fds_.Wake();
     thread_.join();
     for (SimAgent& a : agents_) {
       if (a.fd >= 0) ::close(a.fd);
     }
-    ::close(timer_fd_);
-    ::close(wake_fd_);
-    ::close(epoll_fd_);
   }
 
-  void Wake() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  }
-
-  void SetHeartbeatInterval(int interval_ms) {
-    const int64_t step_ns = int64_t{interval_ms} * 1'000'000 / kHeartbeatSlots;
-    itimerspec spec{};
-    spec.it_interval = {static_cast<time_t>(step_ns / 1'000'000'000),
-                        static_cast<long>(step_ns % 1'000'000'000)};
-    spec.it_value = spec.it_interval;  // zero disarms
-    ::timerfd_settime(timer_fd_, 0, &spec, nullptr);
-  }
+  void Wake() { fds_.Wake(); }
+  void SetHeartbeatInterval(int interval_ms) { fds_.SetHeartbeatInterval(interval_ms); }
 
  private:
-  bool Watch(int fd, uint32_t events, uint64_t key) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.u64 = key;
-    return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
-  }
-
   void Run() {
     std::array<epoll_event, 256> events;
     while (!shared_.stopping.load()) {
-      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), -1);
+      const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
       for (SimAgent* a : dirty_) {
@@ -132,23 +96,21 @@ class FramedAgents::Loop {
   }
 
   void Dispatch(const epoll_event& ev) {
-    if (ev.data.u64 == kWakeKey) {
-      uint64_t count = 0;
-      [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+    if (ev.data.u64 == SimLoopFds::kWakeKey) {
+      fds_.DrainWake();
       if (shared_.started.load() && !opened_) {
         opened_ = true;
         for (SimAgent& a : agents_) Open(a);
       }
       return;
     }
-    if (ev.data.u64 == kTimerKey) {
-      uint64_t expirations = 0;
-      if (::read(timer_fd_, &expirations, sizeof expirations) != sizeof expirations) return;
+    if (ev.data.u64 == SimLoopFds::kTimerKey) {
+      const uint64_t slots = fds_.TakeSlots();
       if (!shared_.heartbeats.load()) return;
-      for (uint64_t i = 0; i < std::min<uint64_t>(expirations, kHeartbeatSlots); ++i) HeartbeatSlot();
+      for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
       return;
     }
-    SimAgent& a = agents_[ev.data.u64 - kFirstAgentKey];
+    SimAgent& a = agents_[ev.data.u64 - SimLoopFds::kFirstKey];
     if (ev.events & EPOLLOUT) Flush(a);
     if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
       Receive(a, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
@@ -166,7 +128,7 @@ class FramedAgents::Loop {
     if (::connect(a.fd, sa, sizeof shared_.coordinator) != 0 && errno != EINPROGRESS) {
       return End(a, ErrnoText("connect"));
     }
-    if (!Watch(a.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, a.key)) return End(a, ErrnoText("epoll_ctl"));
+    if (!fds_.Watch(a.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, a.key)) return End(a, ErrnoText("epoll_ctl"));
     a.out += kAgentChannelPreface;
     AppendFrame(hello_, &a.out);
     // The first liveness message names the node and joins round 0, as AgentChannel's does.
@@ -289,33 +251,19 @@ class FramedAgents::Loop {
     a.out.clear();
     a.out_sent = 0;
     if (!a.passed) Fail(a, why);
-    if (std::exchange(a.finished, true)) return;
-    AgentProgress& p = shared_.progress;
-    std::lock_guard lock(p.mu);
-    if (++p.finished == shared_.options.agents) p.cv.notify_all();
+    if (!std::exchange(a.finished, true)) shared_.progress.Finish(shared_.options.agents);
   }
 
-  // ---- progress ----
-
   void Count(int AgentProgress::*counter, double AgentProgress::*last_at) {
-    AgentProgress& p = shared_.progress;
-    std::lock_guard lock(p.mu);
-    if (++(p.*counter) == shared_.options.agents) {
-      p.*last_at = MonotonicSeconds() - shared_.start.load();
-      p.cv.notify_all();
-    }
+    shared_.progress.Count(counter, last_at, shared_.options.agents, shared_.start.load());
   }
 
   void Fail(SimAgent& a, const std::string& why) {
-    if (std::exchange(a.failed, true)) return;
-    AgentProgress& p = shared_.progress;
-    std::lock_guard lock(p.mu);
-    if (p.failed++ == 0) p.first_error = "node " + std::to_string(a.rank) + ": " + why;
-    p.cv.notify_all();
+    if (!std::exchange(a.failed, true)) shared_.progress.Fail(a.rank, why);
   }
 
   Shared& shared_;
-  int epoll_fd_ = -1, wake_fd_ = -1, timer_fd_ = -1;
+  SimLoopFds fds_;
   std::vector<SimAgent> agents_;
   std::vector<SimAgent*> dirty_;
   std::vector<char> in_;  // one read buffer for every agent of the loop
@@ -360,12 +308,7 @@ void FramedAgents::Start() {
   for (auto& loop : loops_) loop->Wake();
 }
 
-bool FramedAgents::WaitPassed(double timeout_s) {
-  std::unique_lock lock(progress_.mu);
-  progress_.cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                        [this] { return progress_.passed == options_.agents || progress_.failed > 0; });
-  return progress_.passed == options_.agents;
-}
+bool FramedAgents::WaitPassed(double timeout_s) { return progress_.WaitPassed(options_.agents, timeout_s); }
 
 void FramedAgents::StopHeartbeats() {
   shared_->heartbeats = false;
@@ -373,9 +316,7 @@ void FramedAgents::StopHeartbeats() {
 }
 
 bool FramedAgents::WaitFinished(double timeout_s) {
-  std::unique_lock lock(progress_.mu);
-  return progress_.cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                               [this] { return progress_.finished == options_.agents; });
+  return progress_.WaitFinished(options_.agents, timeout_s);
 }
 
 }  // namespace distrun::bench

@@ -4,9 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -54,13 +52,6 @@ constexpr uint32_t kCancel = 0x8;  // RST_STREAM error code
 constexpr uint32_t kDefaultWindow = 65'535;
 constexpr uint32_t kMaxFrameBytes = 16'384;
 constexpr uint32_t kMaxMessageBytes = 4 << 20;  // as GrpcClient's channel
-
-constexpr int kHeartbeatSlots = 100;  // each interval is cut into slots so heartbeats spread as in real life
-
-// epoll keys: the loop's eventfd, its heartbeat timer, then its connections by index.
-constexpr uint64_t kWakeKey = 0;
-constexpr uint64_t kTimerKey = 1;
-constexpr uint64_t kFirstConnectionKey = 2;
 
 uint32_t Read16(const uint8_t* p) { return static_cast<uint32_t>(p[0]) << 8 | p[1]; }
 uint32_t Read24(const uint8_t* p) { return Read16(p) << 8 | p[2]; }
@@ -221,51 +212,23 @@ struct H2Agents::Shared {
 class H2Agents::Loop {
  public:
   Loop(Shared& shared, const std::vector<int>& connection_numbers) : shared_(shared), in_(1 << 18) {
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0 || !Watch(wake_fd_, EPOLLIN, kWakeKey) ||
-        !Watch(timer_fd_, EPOLLIN, kTimerKey)) {
-      throw std::runtime_error(ErrnoText("cannot set up an epoll loop for the raw agents"));
-    }
     PlaceAgents(connection_numbers);
     PrepareMessages();
     thread_ = std::thread([this] { Run(); });
   }
 
   ~Loop() {
-    Wake();
+    fds_.Wake();
     thread_.join();
     for (Connection& c : connections_) {
       if (c.fd >= 0) ::close(c.fd);
     }
-    ::close(timer_fd_);
-    ::close(wake_fd_);
-    ::close(epoll_fd_);
   }
 
-  void Wake() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  }
-
-  // Thread-safe: only the timer's setting changes.
-  void SetHeartbeatInterval(int interval_ms) {
-    const int64_t step_ns = int64_t{interval_ms} * 1'000'000 / kHeartbeatSlots;
-    itimerspec spec{};
-    spec.it_interval = {static_cast<time_t>(step_ns / 1'000'000'000),
-                        static_cast<long>(step_ns % 1'000'000'000)};
-    spec.it_value = spec.it_interval;  // zero disarms
-    ::timerfd_settime(timer_fd_, 0, &spec, nullptr);
-  }
+  void Wake() { fds_.Wake(); }
+  void SetHeartbeatInterval(int interval_ms) { fds_.SetHeartbeatInterval(interval_ms); }
 
  private:
-  bool Watch(int fd, uint32_t events, uint64_t key) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.u64 = key;
-    return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
-  }
 
   // Connection c holds agents c·K to c·K + K - 1.
   void PlaceAgents(const std::vector<int>& connection_numbers) {
@@ -279,7 +242,7 @@ class H2Agents::Loop {
     for (size_t i = 0; i < connection_numbers.size(); ++i) {
       const int c = connection_numbers[i], n = agents_of(c);
       Connection& conn = connections_[i];
-      conn.key = kFirstConnectionKey + i;
+      conn.key = SimLoopFds::kFirstKey + i;
       conn.agents = std::span<SimAgent>(agents_).subspan(next, static_cast<size_t>(n));
       conn.streams.reserve(3 * static_cast<size_t>(n));
       for (int j = 0; j < n; ++j) {
@@ -306,7 +269,7 @@ class H2Agents::Loop {
   void Run() {
     std::array<epoll_event, 256> events;
     while (!shared_.stopping.load()) {
-      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), -1);
+      const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
       FlushDirty();
@@ -314,20 +277,18 @@ class H2Agents::Loop {
   }
 
   void Dispatch(const epoll_event& ev) {
-    if (ev.data.u64 == kWakeKey) {
-      uint64_t count = 0;
-      [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+    if (ev.data.u64 == SimLoopFds::kWakeKey) {
+      fds_.DrainWake();
       if (shared_.started.load() && !opened_) OpenAll();
       return;
     }
-    if (ev.data.u64 == kTimerKey) {
-      uint64_t expirations = 0;
-      if (::read(timer_fd_, &expirations, sizeof expirations) != sizeof expirations) return;
+    if (ev.data.u64 == SimLoopFds::kTimerKey) {
+      const uint64_t slots = fds_.TakeSlots();
       if (!shared_.heartbeats.load()) return;
-      for (uint64_t i = 0; i < std::min<uint64_t>(expirations, kHeartbeatSlots); ++i) HeartbeatSlot();
+      for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
       return;
     }
-    Connection& c = connections_[ev.data.u64 - kFirstConnectionKey];
+    Connection& c = connections_[ev.data.u64 - SimLoopFds::kFirstKey];
     if (ev.events & EPOLLOUT) Flush(c);  // a connect completed, or the socket took up what it had refused
     if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) Receive(c);
   }
@@ -353,7 +314,7 @@ class H2Agents::Loop {
       return;
     }
     // Edge-triggered: one registration, no epoll_ctl per write; reads and writes go until EAGAIN.
-    if (!Watch(c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, c.key)) {
+    if (!fds_.Watch(c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, c.key)) {
       End(c, ErrnoText("epoll_ctl"));
       return;
     }
@@ -803,35 +764,23 @@ class H2Agents::Loop {
   // ---- progress ----
 
   void Count(int AgentProgress::*counter, double AgentProgress::*last_at) {
-    AgentProgress& p = shared_.progress;
-    std::lock_guard lock(p.mu);
-    if (++(p.*counter) == shared_.options.agents) {
-      p.*last_at = MonotonicSeconds() - shared_.start.load();
-      p.cv.notify_all();
-    }
+    shared_.progress.Count(counter, last_at, shared_.options.agents, shared_.start.load());
   }
 
   void Finish(SimAgent& a) {
-    if (std::exchange(a.finished, true)) return;
-    AgentProgress& p = shared_.progress;
-    std::lock_guard lock(p.mu);
-    if (++p.finished == shared_.options.agents) p.cv.notify_all();
+    if (!std::exchange(a.finished, true)) shared_.progress.Finish(shared_.options.agents);
   }
 
-  // Once per agent; the first failure's words are kept for the report.
+  // Once per agent.
   void Fail(SimAgent& a, std::string_view why, int64_t code = -1) {
     if (std::exchange(a.failed, true)) return;
-    AgentProgress& p = shared_.progress;
-    std::lock_guard lock(p.mu);
-    if (p.failed++ == 0) {
-      p.first_error = "node " + std::to_string(a.rank) + ": " + std::string(why);
-      if (code >= 0) p.first_error += " (HTTP/2 error code " + std::to_string(code) + ")";
-    }
-    p.cv.notify_all();
+    std::string words(why);
+    if (code >= 0) words += " (HTTP/2 error code " + std::to_string(code) + ")";
+    shared_.progress.Fail(a.rank, words);
   }
 
   Shared& shared_;
-  int epoll_fd_ = -1, wake_fd_ = -1, timer_fd_ = -1;
+  SimLoopFds fds_;
   std::vector<SimAgent> agents_;
   std::vector<Connection> connections_;
   std::vector<Connection*> dirty_;
@@ -882,22 +831,13 @@ void H2Agents::Start() {
   for (auto& loop : loops_) loop->Wake();
 }
 
-bool H2Agents::WaitPassed(double timeout_s) {
-  std::unique_lock lock(progress_.mu);
-  progress_.cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                        [this] { return progress_.passed == options_.agents || progress_.failed > 0; });
-  return progress_.passed == options_.agents;
-}
+bool H2Agents::WaitPassed(double timeout_s) { return progress_.WaitPassed(options_.agents, timeout_s); }
 
 void H2Agents::StopHeartbeats() {
   shared_->heartbeats = false;
   for (auto& loop : loops_) loop->SetHeartbeatInterval(0);
 }
 
-bool H2Agents::WaitFinished(double timeout_s) {
-  std::unique_lock lock(progress_.mu);
-  return progress_.cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                               [this] { return progress_.finished == options_.agents; });
-}
+bool H2Agents::WaitFinished(double timeout_s) { return progress_.WaitFinished(options_.agents, timeout_s); }
 
 }  // namespace distrun::bench

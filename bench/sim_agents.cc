@@ -1,8 +1,18 @@
 #include "sim_agents.h"
 
 #include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <stdexcept>
+
+#include "proc_stats.h"
 
 namespace distrun::bench {
 
@@ -16,6 +26,89 @@ sockaddr_in ParseIpv4(const std::string& address) {
   }
   sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
   return sa;
+}
+
+void AgentProgress::Count(int AgentProgress::*counter, double AgentProgress::*last_at, int total,
+                          double start) {
+  std::lock_guard lock(mu);
+  if (++(this->*counter) == total) {
+    this->*last_at = MonotonicSeconds() - start;
+    cv.notify_all();
+  }
+}
+
+void AgentProgress::Finish(int total) {
+  std::lock_guard lock(mu);
+  if (++finished == total) cv.notify_all();
+}
+
+void AgentProgress::Fail(int rank, const std::string& why) {
+  std::lock_guard lock(mu);
+  if (failed++ == 0) first_error = "node " + std::to_string(rank) + ": " + why;
+  cv.notify_all();
+}
+
+bool AgentProgress::WaitPassed(int total, double timeout_s) {
+  std::unique_lock lock(mu);
+  cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return passed == total || failed > 0; });
+  return passed == total;
+}
+
+bool AgentProgress::WaitFinished(int total, double timeout_s) {
+  std::unique_lock lock(mu);
+  return cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return finished == total; });
+}
+
+SimLoopFds::SimLoopFds() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0 || timer_fd_ < 0 || !Watch(wake_fd_, EPOLLIN, kWakeKey) ||
+      !Watch(timer_fd_, EPOLLIN, kTimerKey)) {
+    const std::string why = std::strerror(errno);
+    Close();
+    throw std::runtime_error("cannot set up an epoll loop for simulated agents: " + why);
+  }
+}
+
+SimLoopFds::~SimLoopFds() { Close(); }
+
+void SimLoopFds::Close() {
+  for (int* fd : {&timer_fd_, &wake_fd_, &epoll_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+bool SimLoopFds::Watch(int fd, uint32_t events, uint64_t key) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = key;
+  return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+}
+
+void SimLoopFds::Wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void SimLoopFds::DrainWake() {
+  uint64_t count = 0;
+  [[maybe_unused]] ssize_t n = ::read(wake_fd_, &count, sizeof count);
+}
+
+void SimLoopFds::SetHeartbeatInterval(int interval_ms) {
+  const int64_t step_ns = int64_t{interval_ms} * 1'000'000 / kHeartbeatSlots;
+  itimerspec spec{};
+  spec.it_interval = {static_cast<time_t>(step_ns / 1'000'000'000), static_cast<long>(step_ns % 1'000'000'000)};
+  spec.it_value = spec.it_interval;  // zero disarms
+  ::timerfd_settime(timer_fd_, 0, &spec, nullptr);
+}
+
+uint64_t SimLoopFds::TakeSlots() {
+  uint64_t expirations = 0;
+  if (::read(timer_fd_, &expirations, sizeof expirations) != sizeof expirations) return 0;
+  return std::min<uint64_t>(expirations, kHeartbeatSlots);
 }
 
 }  // namespace distrun::bench

@@ -20,6 +20,15 @@ struct AgentProgress {
   double answered_at = 0, joined_at = 0, passed_at = 0;  // seconds from the start to the last agent's
   std::string first_error;
   std::atomic<uint64_t> heartbeats_answered{0};
+
+  // One more agent reached a step (answered, joined, passed); the last of `total` sets its time.
+  void Count(int AgentProgress::*counter, double AgentProgress::*last_at, int total, double start);
+  void Finish(int total);
+  // Once per agent (the caller keeps that); the first failure's words are kept for the report.
+  void Fail(int rank, const std::string& why);
+  // Until every agent passed (true) or one failed or the time is up (false).
+  bool WaitPassed(int total, double timeout_s);
+  bool WaitFinished(int total, double timeout_s);
 };
 
 struct SimAgentsOptions {
@@ -29,6 +38,34 @@ struct SimAgentsOptions {
   int per_connection = 1;   // agents sharing one connection, each on streams of its own (HTTP/2 only)
   int threads = 2;          // epoll loops; a connection and its agents belong to one
   int heartbeat_ms = 1000;  // 0: none
+};
+
+// Each heartbeat interval is cut into this many slots so that heartbeats spread as in real life.
+inline constexpr int kHeartbeatSlots = 100;
+
+// A simulation's epoll loop: its epoll set, an eventfd to wake it (key kWakeKey) and a timer for the
+// heartbeat slots (key kTimerKey); the caller's descriptors take keys from kFirstKey on.
+class SimLoopFds {
+ public:
+  static constexpr uint64_t kWakeKey = 0, kTimerKey = 1, kFirstKey = 2;
+
+  SimLoopFds();  // throws std::runtime_error
+  ~SimLoopFds();
+  SimLoopFds(const SimLoopFds&) = delete;
+  SimLoopFds& operator=(const SimLoopFds&) = delete;
+
+  bool Watch(int fd, uint32_t events, uint64_t key);
+  void Wake();
+  void DrainWake();
+  // Thread-safe: one expiry per slot, interval_ms / kHeartbeatSlots apart; 0 stops it.
+  void SetHeartbeatInterval(int interval_ms);
+  // Slots due since the last call (at most one interval's worth).
+  uint64_t TakeSlots();
+  int epoll_fd() const { return epoll_fd_; }
+
+ private:
+  void Close();
+  int epoll_fd_ = -1, wake_fd_ = -1, timer_fd_ = -1;
 };
 
 // The coordinator's address as the simulations connect to it; throws std::invalid_argument unless IPv4.
