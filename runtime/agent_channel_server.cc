@@ -35,6 +35,8 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxQueuedBytes = 16 << 20;
 // Waits of the loop: hello deadlines are checked this often, a paused accept retried.
 constexpr int kLoopWaitMs = 100;
+// Connection events handled between two looks at the accept queue.
+constexpr int kAcceptEvery = 8;
 
 std::string PeerName(int fd) {
   sockaddr_storage addr{};
@@ -155,6 +157,9 @@ class AgentChannelServer::Loop {
           if (ev & EPOLLOUT) Flush(conn);
           if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
         }
+        // When thousands of agents connect at once the accept queue overflows while the loop reads, and
+        // every dropped connection waits a second for the kernel to send its SYN again: accept between reads.
+        if (i % kAcceptEvery == kAcceptEvery - 1 && !accept_paused_) Accept();
       }
       FlushQueued();
       if (close_requested_pending()) CloseEverything();
