@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -33,10 +34,8 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 64 * 1024;
 // Answers queued for an agent that does not read them: it is dropped past this.
 constexpr size_t kMaxQueuedBytes = 16 << 20;
-// Waits of the loop: hello deadlines are checked this often, a paused accept retried.
+// Waits of the loop and the acceptor: hello deadlines are checked this often, a paused accept retried.
 constexpr int kLoopWaitMs = 100;
-// Connection events handled between two looks at the accept queue.
-constexpr int kAcceptEvery = 8;
 
 std::string PeerName(int fd) {
   sockaddr_storage addr{};
@@ -65,20 +64,25 @@ class AgentChannelServer::Loop {
         buffer_(kReadChunk) {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+    stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0 || stop_fd_ < 0) {
       const std::string why = std::strerror(errno);
       CloseFds();
       throw std::runtime_error("the runtime cannot watch its port: " + why);
     }
-    Watch(listen_fd_, EPOLLIN);
     Watch(wake_fd_, EPOLLIN);
     thread_ = std::thread([this] { Run(); });
+    acceptor_ = std::thread([this] { AcceptLoop(); });
   }
 
   ~Loop() {
     stop_.store(true);
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(stop_fd_, &one, sizeof one);
+    acceptor_.join();
     Wake();
     thread_.join();
+    for (int fd : accepted_) ::close(fd);  // accepted after the loop's last look
     for (auto& [fd, conn] : conns_) {
       std::lock_guard lock(conn->mu);
       conn->dead = true;
@@ -123,8 +127,9 @@ class AgentChannelServer::Loop {
   void CloseFds() {
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
+    if (stop_fd_ >= 0) ::close(stop_fd_);
     if (listen_fd_ >= 0) ::close(listen_fd_);
-    epoll_fd_ = wake_fd_ = listen_fd_ = -1;
+    epoll_fd_ = wake_fd_ = stop_fd_ = listen_fd_ = -1;
   }
 
   void Watch(int fd, uint32_t events) {
@@ -147,9 +152,7 @@ class AgentChannelServer::Loop {
       for (int i = 0; i < n; ++i) {
         const int fd = events[static_cast<size_t>(i)].data.fd;
         const uint32_t ev = events[static_cast<size_t>(i)].events;
-        if (fd == listen_fd_) {
-          Accept();
-        } else if (fd == wake_fd_) {
+        if (fd == wake_fd_) {
           uint64_t count = 0;
           [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
         } else if (auto it = conns_.find(fd); it != conns_.end()) {
@@ -157,20 +160,14 @@ class AgentChannelServer::Loop {
           if (ev & EPOLLOUT) Flush(conn);
           if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
         }
-        // When thousands of agents connect at once the accept queue overflows while the loop reads, and
-        // every dropped connection waits a second for the kernel to send its SYN again: accept between reads.
-        if (i % kAcceptEvery == kAcceptEvery - 1 && !accept_paused_) Accept();
       }
+      AddAccepted();
       FlushQueued();
       if (close_requested_pending()) CloseEverything();
       const auto now = SteadyClock::now();
       if (now >= next_scan) {
         next_scan = now + std::chrono::milliseconds(kLoopWaitMs);
         ExpireHellos(now);
-        if (accept_paused_ && now >= accept_resume_) {
-          accept_paused_ = false;
-          Watch(listen_fd_, EPOLLIN);
-        }
       }
     }
   }
@@ -180,21 +177,50 @@ class AgentChannelServer::Loop {
     return close_requested_ && !close_done_;
   }
 
-  void Accept() {
-    while (true) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) {
+  // The acceptor's thread. When thousands of agents connect at once, a loop that also reads lets the accept
+  // queue (net.core.somaxconn) overflow, and every dropped connection waits a second for the kernel to send
+  // its SYN again; this thread only empties the queue.
+  void AcceptLoop() {
+    bool paused = false;  // out of descriptors: the port is left alone for a moment
+    while (!stop_.load()) {
+      pollfd fds[2] = {{listen_fd_, static_cast<short>(paused ? 0 : POLLIN), 0}, {stop_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, paused ? kLoopWaitMs : -1) < 0 && errno != EINTR) return;
+      if (fds[1].revents != 0) return;
+      paused = false;
+      std::vector<int> taken;
+      while (true) {
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+          taken.push_back(fd);
+          continue;
+        }
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          // Out of descriptors: stop watching the port for a moment rather than spin on it.
           log_->warn("the runtime cannot accept more connections: {} (raise the descriptor limit, ulimit -n)",
                      std::strerror(errno));
-          ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-          accept_paused_ = true;
-          accept_resume_ = SteadyClock::now() + std::chrono::milliseconds(kLoopWaitMs);
+          paused = true;
         }
-        return;
+        break;
       }
+      if (taken.empty()) continue;
+      bool wake = false;
+      {
+        std::lock_guard lock(accepted_mu_);
+        wake = accepted_.empty();
+        accepted_.insert(accepted_.end(), taken.begin(), taken.end());
+      }
+      if (wake) Wake();
+    }
+  }
+
+  // Loop thread: takes over what the acceptor accepted.
+  void AddAccepted() {
+    std::vector<int> fds;
+    {
+      std::lock_guard lock(accepted_mu_);
+      fds.swap(accepted_);
+    }
+    for (int fd : fds) {
       if (closed_all_) {
         ::close(fd);
         continue;
@@ -204,6 +230,7 @@ class AgentChannelServer::Loop {
       auto conn = std::make_shared<Conn>(fd, config_.max_message_bytes);
       conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;
       conns_.emplace(fd, conn);
+      // Data that arrived before this is reported at once: adding a ready descriptor raises its first edge.
       Watch(fd, EPOLLIN | EPOLLRDHUP | EPOLLET);
     }
   }
@@ -558,8 +585,6 @@ class AgentChannelServer::Loop {
   std::vector<char> buffer_;  // the loop's read buffer
   std::unordered_map<int, ConnPtr> conns_;  // loop thread only
   std::atomic<size_t> open_{0};
-  bool accept_paused_ = false;
-  SteadyClock::time_point accept_resume_;
   bool closed_all_ = false;  // loop thread
 
   std::mutex queued_mu_;
@@ -571,8 +596,13 @@ class AgentChannelServer::Loop {
   bool close_requested_ = false;
   bool close_done_ = false;
 
+  std::mutex accepted_mu_;
+  std::vector<int> accepted_;  // accepted, not yet taken over by the loop
+  int stop_fd_ = -1;           // ends the acceptor
+
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  std::thread acceptor_;
 };
 
 AgentChannelServer::AgentChannelServer(CoordinationService& service, int listen_fd, AgentChannelConfig config)
