@@ -164,23 +164,6 @@ GrpcClient::~GrpcClient() = default;
 
 const std::string& GrpcClient::address() const { return impl_->config_.address; }
 
-bool GrpcClient::Connect(std::chrono::milliseconds within) {
-  grpc::Channel& channel = *impl_->channel_;
-  const auto deadline = std::chrono::system_clock::now() + within;
-  auto step = 2ms;
-  while (true) {
-    grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
-    if (state == GRPC_CHANNEL_READY) return true;
-    if (state == GRPC_CHANNEL_SHUTDOWN || std::chrono::system_clock::now() >= deadline) return false;
-    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
-      // Refused (the coordinator is not listening yet): try again now instead of after gRPC's backoff.
-      grpc::experimental::ChannelResetConnectionBackoff(&channel);
-    }
-    channel.WaitForStateChange(state, std::min(deadline, std::chrono::system_clock::now() + step));
-    step = std::min<std::chrono::milliseconds>(step * 2, 100ms);
-  }
-}
-
 Status GrpcClient::Join(const NodeJoin& join, std::chrono::milliseconds timeout, NodeAssignment* assignment) {
   grpc::ClientContext ctx;
   impl_->Prepare(&ctx, timeout);

@@ -58,13 +58,6 @@ class GrpcClient {
 
   const std::string& address() const;
 
-  // Waits up to `within` for the connection to the coordinator, trying a refused address again after 2, 4,
-  // 8, ... ms (up to 100 ms apart). Left alone, gRPC waits at least 100 ms before it tries a refused address
-  // again, and the other nodes of a job start as node 0 does, a few milliseconds before it listens. Calls
-  // wait for the connection themselves; this only makes the first one come sooner. Returns whether the
-  // channel is ready.
-  bool Connect(std::chrono::milliseconds within);
-
   // Waits for rendezvous up to `timeout` (the service enforces its own initialization timeout too).
   Status Join(const NodeJoin& join, std::chrono::milliseconds timeout, NodeAssignment* assignment);
   Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause);
