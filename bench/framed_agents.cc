@@ -10,6 +10,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
@@ -22,22 +23,28 @@
 namespace distrun::bench {
 namespace {
 
-constexpr uint64_t kBarrierCallId = 1;
 constexpr size_t kMaxMessageBytes = 4 << 20;  // as AgentChannelOptions
 
 std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 struct SimAgent {
   int rank = 0;
+  int heartbeat_slot = -1;  // chosen at connect: the first heartbeat goes one interval later
+  bool answered = false, joined = false, passed = false, finished = false, failed = false;
+};
+
+// One connection and the agents on it (one, as distrun's agents; several with --agents-per-connection, told
+// apart by their node rank, which every message carries, and by their call ids).
+struct Connection {
   int fd = -1;
   uint64_t key = 0;
+  int first_rank = 0;
+  std::span<SimAgent> agents;
   std::string out;  // bytes to send; out_sent of them went
   size_t out_sent = 0;
   FrameReader reader{kMaxMessageBytes};
-  int heartbeat_slot = -1;  // chosen at connect: the first heartbeat goes one interval later
   bool dirty = false;
   bool ended = false;
-  bool answered = false, joined = false, passed = false, finished = false, failed = false;
 };
 
 }  // namespace
@@ -56,9 +63,15 @@ class FramedAgents::Loop {
  public:
   Loop(Shared& shared, int first_rank, int count) : shared_(shared), in_(1 << 16) {
     agents_.resize(static_cast<size_t>(count));
-    for (int i = 0; i < count; ++i) {
-      agents_[static_cast<size_t>(i)].rank = first_rank + i;
-      agents_[static_cast<size_t>(i)].key = SimLoopFds::kFirstKey + static_cast<uint64_t>(i);
+    for (int i = 0; i < count; ++i) agents_[static_cast<size_t>(i)].rank = first_rank + i;
+    const int per = shared_.options.per_connection;
+    connections_.resize(static_cast<size_t>((count + per - 1) / per));
+    for (size_t c = 0; c < connections_.size(); ++c) {
+      Connection& conn = connections_[c];
+      const size_t from = c * static_cast<size_t>(per);
+      conn.key = SimLoopFds::kFirstKey + c;
+      conn.first_rank = first_rank + static_cast<int>(from);
+      conn.agents = std::span<SimAgent>(agents_).subspan(from, std::min<size_t>(per, agents_.size() - from));
     }
     join_.set_num_nodes(shared_.options.agents);
     join_.set_local_workers(1);
@@ -72,8 +85,8 @@ class FramedAgents::Loop {
   ~Loop() {
     fds_.Wake();
     thread_.join();
-    for (SimAgent& a : agents_) {
-      if (a.fd >= 0) ::close(a.fd);
+    for (Connection& c : connections_) {
+      if (c.fd >= 0) ::close(c.fd);
     }
   }
 
@@ -87,9 +100,9 @@ class FramedAgents::Loop {
       const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
-      for (SimAgent* a : dirty_) {
-        a->dirty = false;
-        Flush(*a);
+      for (Connection* c : dirty_) {
+        c->dirty = false;
+        Flush(*c);
       }
       dirty_.clear();
     }
@@ -100,7 +113,7 @@ class FramedAgents::Loop {
       fds_.DrainWake();
       if (shared_.started.load() && !opened_) {
         opened_ = true;
-        for (SimAgent& a : agents_) Open(a);
+        for (Connection& c : connections_) Open(c);
       }
       return;
     }
@@ -110,67 +123,73 @@ class FramedAgents::Loop {
       for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
       return;
     }
-    SimAgent& a = agents_[ev.data.u64 - SimLoopFds::kFirstKey];
-    if (ev.events & EPOLLOUT) Flush(a);
+    Connection& c = connections_[ev.data.u64 - SimLoopFds::kFirstKey];
+    if (ev.events & EPOLLOUT) Flush(c);
     if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-      Receive(a, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
+      Receive(c, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
     }
   }
 
   // ---- sending ----
 
-  void Open(SimAgent& a) {
-    a.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (a.fd < 0) return End(a, ErrnoText("socket"));
+  void Open(Connection& c) {
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c.fd < 0) return End(c, ErrnoText("socket"));
     int one = 1;
-    ::setsockopt(a.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as AgentChannel does
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as AgentChannel does
     const auto* sa = reinterpret_cast<const sockaddr*>(&shared_.coordinator);
-    if (::connect(a.fd, sa, sizeof shared_.coordinator) != 0 && errno != EINPROGRESS) {
-      return End(a, ErrnoText("connect"));
+    if (::connect(c.fd, sa, sizeof shared_.coordinator) != 0 && errno != EINPROGRESS) {
+      return End(c, ErrnoText("connect"));
     }
-    if (!fds_.Watch(a.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, a.key)) return End(a, ErrnoText("epoll_ctl"));
-    a.out += kAgentChannelPreface;
-    AppendFrame(hello_, &a.out);
-    // The first liveness message names the node and joins round 0, as AgentChannel's does.
-    frame_.Clear();
-    auto* liveness = frame_.mutable_liveness();
-    liveness->set_node_rank(a.rank);
-    *liveness->mutable_join() = join_;
-    liveness->mutable_join()->set_node_rank(a.rank);
-    AppendFrame(frame_, &a.out);
-    a.heartbeat_slot = slot_;
-    MarkDirty(a);
+    if (!fds_.Watch(c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, c.key)) return End(c, ErrnoText("epoll_ctl"));
+    c.out += kAgentChannelPreface;
+    AppendFrame(hello_, &c.out);
+    for (SimAgent& a : c.agents) {
+      // The first liveness message names the node and joins round 0, as AgentChannel's does.
+      frame_.Clear();
+      auto* liveness = frame_.mutable_liveness();
+      liveness->set_node_rank(a.rank);
+      *liveness->mutable_join() = join_;
+      liveness->mutable_join()->set_node_rank(a.rank);
+      AppendFrame(frame_, &c.out);
+      a.heartbeat_slot = slot_;
+    }
+    MarkDirty(c);
   }
 
-  void MarkDirty(SimAgent& a) {
-    if (a.dirty) return;
-    a.dirty = true;
-    dirty_.push_back(&a);
+  void MarkDirty(Connection& c) {
+    if (c.dirty) return;
+    c.dirty = true;
+    dirty_.push_back(&c);
   }
 
-  void Flush(SimAgent& a) {
-    while (a.fd >= 0 && a.out_sent < a.out.size()) {
-      const ssize_t n = ::send(a.fd, a.out.data() + a.out_sent, a.out.size() - a.out_sent, MSG_NOSIGNAL);
+  void Flush(Connection& c) {
+    while (c.fd >= 0 && c.out_sent < c.out.size()) {
+      const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
       if (n > 0) {
-        a.out_sent += static_cast<size_t>(n);
+        c.out_sent += static_cast<size_t>(n);
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         return;  // EPOLLOUT resumes (also when a connect is still on its way)
       } else if (n == 0 || errno != EINTR) {
-        return End(a, ErrnoText("write"));
+        return End(c, ErrnoText("write"));
       }
     }
-    a.out.clear();
-    a.out_sent = 0;
+    c.out.clear();
+    c.out_sent = 0;
   }
 
+  // The agents of this slot heartbeat. One alone on its connection skips it while a write is in progress,
+  // as AgentChannel does.
   void HeartbeatSlot() {
-    for (SimAgent& a : agents_) {
-      if (a.heartbeat_slot != slot_ || a.ended || a.fd < 0) continue;
-      if (!a.out.empty()) continue;  // a write in progress: skipped, as AgentChannel skips it
-      frame_.Clear();
-      frame_.mutable_liveness()->set_node_rank(a.rank);
-      AppendFrame(frame_, &a.out);
-      MarkDirty(a);
+    for (Connection& c : connections_) {
+      if (c.ended || c.fd < 0 || (c.agents.size() == 1 && !c.out.empty())) continue;
+      for (SimAgent& a : c.agents) {
+        if (a.heartbeat_slot != slot_) continue;
+        frame_.Clear();
+        frame_.mutable_liveness()->set_node_rank(a.rank);
+        AppendFrame(frame_, &c.out);
+        MarkDirty(c);
+      }
     }
     slot_ = (slot_ + 1) % kHeartbeatSlots;
   }
@@ -178,80 +197,93 @@ class FramedAgents::Loop {
   // ---- receiving ----
 
   // `hung_up`: the end came with this edge, so reading goes on until it is seen.
-  void Receive(SimAgent& a, bool hung_up) {
-    while (a.fd >= 0) {
-      const ssize_t n = ::recv(a.fd, in_.data(), in_.size(), 0);
+  void Receive(Connection& c, bool hung_up) {
+    while (c.fd >= 0) {
+      const ssize_t n = ::recv(c.fd, in_.data(), in_.size(), 0);
       if (n < 0) {
         if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) End(a, ErrnoText("read"));
+        if (errno != EAGAIN && errno != EWOULDBLOCK) End(c, ErrnoText("read"));
         return;
       }
-      if (n == 0) return End(a, "the coordinator closed the connection");
-      a.reader.Append(in_.data(), static_cast<size_t>(n));
+      if (n == 0) return End(c, "the coordinator closed the connection");
+      c.reader.Append(in_.data(), static_cast<size_t>(n));
       std::string_view bytes;
-      while (!a.ended) {
-        const FrameReader::Result r = a.reader.Next(&bytes);
+      while (!c.ended) {
+        const FrameReader::Result r = c.reader.Next(&bytes);
         if (r == FrameReader::Result::kNeedMore) break;
-        if (r == FrameReader::Result::kTooLarge) return End(a, "the coordinator sent an oversized frame");
+        if (r == FrameReader::Result::kTooLarge) return End(c, "the coordinator sent an oversized frame");
         if (!answer_.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-          return End(a, "a frame that does not parse as a CoordinatorFrame");
+          return End(c, "a frame that does not parse as a CoordinatorFrame");
         }
-        OnFrame(a);
+        OnFrame(c);
       }
       // A short read emptied the socket: what comes later raises a new edge. Saves a recv per event.
       if (!hung_up && static_cast<size_t>(n) < in_.size()) return;
     }
   }
 
-  void OnFrame(SimAgent& a) {
+  // The agent a frame is for: by the node rank of an event, by the call id (agent index + 1) of a result.
+  SimAgent* For(Connection& c, int64_t index) {
+    if (index < 0 || static_cast<size_t>(index) >= c.agents.size()) return nullptr;
+    return &c.agents[static_cast<size_t>(index)];
+  }
+
+  void OnFrame(Connection& c) {
     if (answer_.has_refused()) {
       // The coordinator's shutdown after the barrier is expected; anything before it is a failure.
-      if (!a.passed) Fail(a, "refused: " + answer_.refused().message());
+      for (SimAgent& a : c.agents) {
+        if (!a.passed) Fail(a, "refused: " + answer_.refused().message());
+      }
       return;
     }
     if (answer_.has_result()) {
-      if (answer_.result().id() != kBarrierCallId || a.passed) return;
+      SimAgent* a = For(c, static_cast<int64_t>(answer_.result().id()) - 1);
+      if (a == nullptr || a->passed) return;
       if (answer_.result().status().code() != 0) {
-        return Fail(a, "the barrier failed: " + answer_.result().status().message());
+        return Fail(*a, "the barrier failed: " + answer_.result().status().message());
       }
-      a.passed = true;
+      a->passed = true;
       Count(&AgentProgress::passed, &AgentProgress::passed_at);
       return;
     }
+    SimAgent* a = For(c, answer_.node_rank() - c.first_rank);
+    if (a == nullptr) return;
     const v1::JobEvent& event = answer_.event();
     if (event.has_joined()) {
-      if (event.joined().code() != 0) return Fail(a, "the join was refused: " + event.joined().message());
-      if (a.joined) return;
-      a.joined = true;
+      if (event.joined().code() != 0) return Fail(*a, "the join was refused: " + event.joined().message());
+      if (a->joined) return;
+      a->joined = true;
       Count(&AgentProgress::joined, &AgentProgress::joined_at);
       frame_.Clear();
       auto* call = frame_.mutable_call();
-      call->set_id(kBarrierCallId);
+      call->set_id(static_cast<uint64_t>(a->rank - c.first_rank) + 1);
       call->mutable_barrier()->set_name("bench");
       call->mutable_barrier()->set_process_id(event.joined().assignment().rank_offset());
       call->mutable_barrier()->set_count(0);
       call->mutable_barrier()->set_timeout_ms(3'600'000);
-      AppendFrame(frame_, &a.out);
-      MarkDirty(a);
+      AppendFrame(frame_, &c.out);
+      MarkDirty(c);
     } else if (event.has_heartbeat()) {
-      if (a.answered) {
+      if (a->answered) {
         shared_.progress.heartbeats_answered.fetch_add(1, std::memory_order_relaxed);
       } else {
-        a.answered = true;
+        a->answered = true;
         Count(&AgentProgress::answered, &AgentProgress::answered_at);
       }
     }
   }
 
-  void End(SimAgent& a, const std::string& why) {
-    if (a.ended) return;
-    a.ended = true;
-    if (a.fd >= 0) ::close(a.fd);
-    a.fd = -1;
-    a.out.clear();
-    a.out_sent = 0;
-    if (!a.passed) Fail(a, why);
-    if (!std::exchange(a.finished, true)) shared_.progress.Finish(shared_.options.agents);
+  void End(Connection& c, const std::string& why) {
+    if (c.ended) return;
+    c.ended = true;
+    if (c.fd >= 0) ::close(c.fd);
+    c.fd = -1;
+    c.out.clear();
+    c.out_sent = 0;
+    for (SimAgent& a : c.agents) {
+      if (!a.passed) Fail(a, why);
+      if (!std::exchange(a.finished, true)) shared_.progress.Finish(shared_.options.agents);
+    }
   }
 
   void Count(int AgentProgress::*counter, double AgentProgress::*last_at) {
@@ -265,8 +297,9 @@ class FramedAgents::Loop {
   Shared& shared_;
   SimLoopFds fds_;
   std::vector<SimAgent> agents_;
-  std::vector<SimAgent*> dirty_;
-  std::vector<char> in_;  // one read buffer for every agent of the loop
+  std::vector<Connection> connections_;
+  std::vector<Connection*> dirty_;
+  std::vector<char> in_;  // one read buffer for every connection of the loop
   bool opened_ = false;
   int slot_ = 0;
   // Scratch messages: no allocation per send once their strings have grown.
@@ -278,17 +311,19 @@ class FramedAgents::Loop {
 };
 
 FramedAgents::FramedAgents(const SimAgentsOptions& options) : options_(options) {
-  if (options.agents < 1 || options.threads < 1 || options.per_connection != 1) {
-    throw std::invalid_argument("the agent channel's simulation needs agents, threads and one agent per "
-                                "connection (--agents-per-connection is for --client raw or grpc)");
+  if (options.agents < 1 || options.threads < 1 || options.per_connection < 1) {
+    throw std::invalid_argument("the agent channel's simulation needs agents, threads and agents per connection");
   }
   shared_.reset(new Shared{.options = options,
                            .coordinator = ParseIpv4(options.address),
                            .progress = progress_,
                            .start = start_});
-  const int threads = std::min(options.threads, options.agents);
+  // Whole connections per loop: loop t gets connections t·C/T to (t+1)·C/T - 1.
+  connections_ = (options.agents + options.per_connection - 1) / options.per_connection;
+  const int threads = std::min(options.threads, connections_);
   for (int t = 0; t < threads; ++t) {
-    const int first = options.agents * t / threads, next = options.agents * (t + 1) / threads;
+    const int first = std::min(options.agents, connections_ * t / threads * options.per_connection);
+    const int next = std::min(options.agents, connections_ * (t + 1) / threads * options.per_connection);
     loops_.push_back(std::make_unique<Loop>(*shared_, first, next - first));
   }
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Simulated agents that speak the agent channel (runtime/distrun.proto, top) as runtime/agent_channel.cc
-// does: one connection each, the preface, a hello with the job token, the first liveness message joining
+// does: one connection each (or --agents-per-connection sharing one, told apart by node rank), the preface, a hello with the job token, the first liveness message joining
 // round 0, then a barrier call "bench" over every worker and heartbeats. Non-blocking sockets on a few epoll
 // loops, so that 10,000 of them fit in one process and the coordinator is what is measured.
 
@@ -14,7 +14,7 @@ namespace distrun::bench {
 
 class FramedAgents {
  public:
-  // Prepares every agent and starts the loops; nothing is sent before Start. per_connection must be 1.
+  // Prepares every agent and starts the loops; nothing is sent before Start.
   explicit FramedAgents(const SimAgentsOptions& options);
   ~FramedAgents();  // closes every connection
   FramedAgents(const FramedAgents&) = delete;
@@ -26,13 +26,14 @@ class FramedAgents {
   bool WaitFinished(double timeout_s);
 
   AgentProgress& progress() { return progress_; }
-  int connections() const { return options_.agents; }
+  int connections() const { return connections_; }
 
  private:
   class Loop;
   struct Shared;
 
   SimAgentsOptions options_;
+  int connections_ = 0;
   AgentProgress progress_;
   std::atomic<double> start_{0};
   std::unique_ptr<Shared> shared_;

@@ -22,8 +22,8 @@
 //
 // Connections: a real agent is its own process with its own connection. Here each group of
 // --agents-per-connection agents shares one connection (grpc: one channel with a local subchannel pool, so
-// gRPC does not merge the channels; raw: one socket, each agent on streams of its own); 1 is the real
-// layout. Loopback allows about 28,000 connections to one port (the ephemeral port range) and each process
+// gRPC does not merge the channels; raw: one socket, each agent on streams of its own; framed: one socket,
+// each message naming its node); 1 is the real layout. Loopback allows about 28,000 connections to one port (the ephemeral port range) and each process
 // at most its descriptor limit, so larger runs must share.
 
 #include <absl/synchronization/mutex.h>
@@ -502,10 +502,6 @@ int RendezvousBench(const Flags& flags) {
   if (run.client != "framed" && run.client != "raw" && run.client != "grpc") {
     throw std::invalid_argument("--client is framed (the agent channel, the default), raw (hand-written "
                                 "HTTP/2) or grpc, not '" + run.client + "'");
-  }
-  if (run.client == "framed" && run.per_connection != 1) {
-    throw std::invalid_argument("--agents-per-connection is for --client raw or grpc: the agent channel "
-                                "has one connection per agent");
   }
   std::vector<int> counts;
   std::stringstream list(flags.Get("agents", "10000"));

@@ -35,7 +35,7 @@ struct SimAgentsOptions {
   std::string address;  // the coordinator's, IPv4 "a.b.c.d:port"
   std::string token;    // the job token the coordinator expects
   int agents = 0;
-  int per_connection = 1;   // agents sharing one connection, each on streams of its own (HTTP/2 only)
+  int per_connection = 1;   // agents sharing one connection (HTTP/2: each on streams of its own)
   int threads = 2;          // epoll loops; a connection and its agents belong to one
   int heartbeat_ms = 1000;  // 0: none
 };

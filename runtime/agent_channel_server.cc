@@ -110,7 +110,6 @@ class AgentChannelServer::Loop {
     enum class Phase { kPreface, kHello, kOpen } phase = Phase::kPreface;
     FrameReader reader;
     SteadyClock::time_point hello_deadline;
-    int node_rank = -1;  // from the first liveness message
     bool refusing = false;
     // Guarded by mu: any thread queues answers.
     std::mutex mu;
@@ -120,7 +119,9 @@ class AgentChannelServer::Loop {
     bool closing = false;  // close once `out` is written
     bool dead = false;
     bool want_write = false;  // EPOLLOUT is watched
-    std::optional<uint64_t> stream_id;
+    // The nodes whose liveness messages came on this connection, with their stream ids: one for an agent;
+    // several for a peer that carries more than one node (a relay, a benchmark).
+    std::vector<std::pair<int, uint64_t>> nodes;
   };
   using ConnPtr = std::shared_ptr<Conn>;
 
@@ -338,55 +339,57 @@ class AgentChannelServer::Loop {
     }
   }
 
-  // As the Liveness stream's messages (grpc_server.cc): the first attaches the node and is answered at
+  // As the Liveness stream's messages (grpc_server.cc): a node's first attaches it and is answered at
   // once; later ones without news are heartbeats.
   void Liveness(const ConnPtr& conn, const v1::AgentHeartbeat& message) {
-    if (conn->node_rank < 0) {
-      uint64_t id = 0;
+    const int node = message.node_rank();
+    std::optional<uint64_t> id;
+    {
+      std::lock_guard lock(conn->mu);
+      for (const auto& [rank, stream] : conn->nodes) {
+        if (rank == node) id = stream;
+      }
+    }
+    if (!id) {
+      uint64_t attached = 0;
       std::weak_ptr<Conn> weak = conn;
       Status s = service_.AttachAgent(
-          message.node_rank(),
-          [this, weak](const JobEvent& e) {
-            if (auto c = weak.lock()) QueueEvent(c, e);
+          node,
+          [this, weak, node](const JobEvent& e) {
+            if (auto c = weak.lock()) QueueEvent(c, node, e);
           },
-          &id);
+          &attached);
       if (!s.ok()) {
         Refuse(conn, s);
         return;
       }
-      conn->node_rank = message.node_rank();
       {
         std::lock_guard lock(conn->mu);
-        conn->stream_id = id;
+        conn->nodes.emplace_back(node, attached);
       }
-      QueueEvent(conn, JobEvent{});
+      QueueEvent(conn, node, JobEvent{});
     } else if (!message.has_join() && !message.has_success()) {
-      std::optional<uint64_t> id;
-      {
-        std::lock_guard lock(conn->mu);
-        id = conn->stream_id;
-      }
-      if (id) service_.Heartbeat(*id);
+      service_.Heartbeat(*id);
     }
     if (message.has_join()) {
       NodeJoin join = FromProto(message.join());
-      if (join.node_rank != conn->node_rank) {
-        Refuse(conn, {StatusCode::kInvalidArgument, "node " + std::to_string(conn->node_rank) +
+      if (join.node_rank != node) {
+        Refuse(conn, {StatusCode::kInvalidArgument, "node " + std::to_string(node) +
                                                         "'s channel joined as node " +
                                                         std::to_string(join.node_rank)});
         return;
       }
-      service_.Join(join, [this, conn](const Status& status, const NodeAssignment& assignment) {
+      service_.Join(join, [this, conn, node](const Status& status, const NodeAssignment& assignment) {
         JobEvent answer;
         answer.kind = JobEvent::Kind::kJoined;
         answer.join_status = status;
         answer.assignment = assignment;
-        QueueEvent(conn, answer);
+        QueueEvent(conn, node, answer);
       });
     }
     if (message.has_success()) {
-      Status s = service_.ReportSuccess(conn->node_rank, message.success().restart_round());
-      if (!s.ok()) log_->debug("node {}'s success report: {}", conn->node_rank, s.message);
+      Status s = service_.ReportSuccess(node, message.success().restart_round());
+      if (!s.ok()) log_->debug("node {}'s success report: {}", node, s.message);
     }
   }
 
@@ -426,8 +429,9 @@ class AgentChannelServer::Loop {
     Queue(conn, frame, /*then_close=*/true);
   }
 
-  void QueueEvent(const ConnPtr& conn, const JobEvent& event) {
+  void QueueEvent(const ConnPtr& conn, int node, const JobEvent& event) {
     v1::CoordinatorFrame frame;
+    frame.set_node_rank(node);
     ToProto(event, frame.mutable_event());
     Queue(conn, frame);
   }
@@ -515,12 +519,12 @@ class AgentChannelServer::Loop {
 
   // Loop thread; never under conn->mu (detaching runs the service, whose sinks take it).
   void Drop(const ConnPtr& conn) {
-    std::optional<uint64_t> id;
+    std::vector<std::pair<int, uint64_t>> nodes;
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
       conn->dead = true;
-      id = std::exchange(conn->stream_id, std::nullopt);
+      nodes = std::exchange(conn->nodes, {});
       conn->out.clear();
     }
     if (conn->phase == Conn::Phase::kOpen) --open_;
@@ -532,7 +536,7 @@ class AgentChannelServer::Loop {
     ::shutdown(conn->fd, SHUT_WR);
     ::close(conn->fd);
     conns_.erase(conn->fd);
-    if (id) service_.DetachAgent(*id);
+    for (const auto& [node, stream] : nodes) service_.DetachAgent(stream);
   }
 
   void ExpireHellos(SteadyClock::time_point now) {

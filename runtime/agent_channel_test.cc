@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -177,6 +178,23 @@ TEST_F(ChannelServerTest, AgentsJoinWithTheirFirstMessage) {
     EXPECT_EQ(e.assignment.num_processes, 2);
   }
   EXPECT_EQ(server->connections(), 2u);
+}
+
+TEST_F(ChannelServerTest, OneConnectionMayCarrySeveralNodes) {
+  Start(2);
+  RawPeer p(port);
+  p.Hello();
+  p.Send(Liveness(0, Node(0, 2)));
+  p.Send(Liveness(1, Node(1, 2)));
+  std::map<int, std::vector<JobEvent::Kind>> seen;
+  for (int i = 0; i < 4; ++i) {
+    auto frame = p.Next();
+    ASSERT_TRUE(frame && frame->has_event());
+    seen[frame->node_rank()].push_back(FromProto(frame->event()).kind);
+  }
+  const std::vector<JobEvent::Kind> expected = {JobEvent::Kind::kHeartbeat, JobEvent::Kind::kJoined};
+  EXPECT_EQ(seen[0], expected);
+  EXPECT_EQ(seen[1], expected);
 }
 
 TEST_F(ChannelServerTest, BarrierCallsAreAnsweredByTheirId) {
