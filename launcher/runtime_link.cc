@@ -15,6 +15,7 @@
 #include "runtime/agent.h"
 #include "runtime/grpc_server.h"
 #include "runtime/service.h"
+#include "runtime/token_check.h"
 
 namespace distrun {
 namespace {
@@ -23,6 +24,9 @@ using namespace std::chrono_literals;
 
 // How long node 0 keeps the service up after the job's end, for the other nodes to hear it.
 constexpr auto kFinalEventWait = 3s;
+
+// How a user makes a job token; the messages about tokens show it.
+constexpr char kTokenRecipe[] = "export DISTRUN_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')";
 
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -48,8 +52,9 @@ std::string ReadTokenFile(const std::string& path) {
   if (token.empty()) {
     throw UsageError("--token-file '" + path + "' is empty; put the job token in it (one line)");
   }
-  if (token.find_first_of(" \t\r\n") != std::string::npos || token.size() > 4096) {
-    throw UsageError("--token-file '" + path + "' must hold one token of up to 4096 characters on one line");
+  if (std::string problem = TokenProblem(token); !problem.empty()) {
+    throw UsageError("the token in --token-file '" + path + "' " + problem + "; put one token of up to " +
+                     std::to_string(kMaxTokenBytes) + " printable characters on one line");
   }
   return token;
 }
@@ -102,7 +107,13 @@ JobDecision ToDecision(const JobEvent& e) {
 }  // namespace
 
 JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env) {
-  if (const std::string* t = env.Get("DISTRUN_TOKEN"); t != nullptr && !t->empty()) return {*t, false};
+  if (const std::string* t = env.Get("DISTRUN_TOKEN"); t != nullptr && !t->empty()) {
+    if (std::string problem = TokenProblem(*t); !problem.empty()) {
+      throw UsageError("DISTRUN_TOKEN " + problem + "; set it to one token of up to " +
+                       std::to_string(kMaxTokenBytes) + " printable characters, e.g. " + kTokenRecipe);
+    }
+    return {*t, false};
+  }
   if (options.token_file) return {ReadTokenFile(*options.token_file), false};
   if (plan.topology.job_token && !plan.topology.job_token->empty()) return {*plan.topology.job_token, false};
   if (plan.layout.units == 1) return {RandomHex(32), false};
@@ -122,9 +133,8 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   if (token.insecure && !SingleHost(plan)) {
     log_->warn(
         "no job token (DISTRUN_TOKEN or --token-file): anything that reaches {} can join or stop this job; "
-        "set one for every node, e.g. in the batch script: export DISTRUN_TOKEN=$(head -c16 /dev/urandom | "
-        "od -An -tx1 | tr -d ' \\n')",
-        plan.assignment.coordinator_address);
+        "set one for every node, e.g. in the batch script: {}",
+        plan.assignment.coordinator_address, kTokenRecipe);
   }
 
   const bool single_host = SingleHost(plan);

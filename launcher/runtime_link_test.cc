@@ -4,6 +4,7 @@
 
 #include "detect/errors.h"
 #include "detect/test_temp_root.h"
+#include "runtime/token_check.h"
 #include "test_support.h"
 
 namespace distrun {
@@ -45,8 +46,9 @@ TEST(JobToken, UnusableTokenFilesAreUsageErrorsThatSayWhatToDo) {
   testing::TempRoot dir;
   dir.Write("empty", "\n");
   dir.Write("two", "one two\n");
+  dir.Write("long", std::string(kMaxTokenBytes + 1, 'x') + "\n");
   Options options;
-  for (const char* name : {"missing", "empty", "two"}) {
+  for (const char* name : {"missing", "empty", "two", "long"}) {
     options.token_file = (dir.path() / name).string();
     try {
       ResolveJobToken(JobOf(2), options, MakeEnv({}));
@@ -58,6 +60,28 @@ TEST(JobToken, UnusableTokenFilesAreUsageErrorsThatSayWhatToDo) {
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
     }
   }
+}
+
+TEST(JobToken, AMalformedVariableIsAUsageErrorNotSentToTheCoordinator) {
+  // gRPC metadata carries printable ASCII only, and the agent channel reads at most kMaxTokenBytes of a
+  // hello before it trusts the peer: a token beyond either would fail later and less clearly.
+  for (const std::string& bad : {std::string("two words"), std::string("tab\there"),
+                                 std::string("caf\xc3\xa9"), std::string(kMaxTokenBytes + 1, 'x')}) {
+    try {
+      ResolveJobToken(JobOf(2), Options{}, MakeEnv({{"DISTRUN_TOKEN", bad}}));
+      ADD_FAILURE() << bad.substr(0, 20) << " was accepted";
+    } catch (const UsageError& e) {
+      std::string message = e.what();
+      EXPECT_TRUE(message.starts_with("DISTRUN_TOKEN ")) << message;
+      EXPECT_NE(message.find("/dev/urandom"), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      EXPECT_EQ(message.find(bad), std::string::npos) << "the token itself is never shown: " << message;
+    }
+  }
+  EXPECT_EQ(
+      ResolveJobToken(JobOf(2), Options{}, MakeEnv({{"DISTRUN_TOKEN", std::string(kMaxTokenBytes, 'x')}}))
+          .value.size(),
+      kMaxTokenBytes);
 }
 
 TEST(JobToken, DetectionsTokenIsUsedWhenNothingIsGiven) {

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -34,6 +35,9 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 64 * 1024;
 // Answers queued for an agent that does not read them: it is dropped past this.
 constexpr size_t kMaxQueuedBytes = 16 << 20;
+// The most a connection may send before its hello is accepted: a hello holds the token and little else,
+// and nobody may make the coordinator hold megabytes for a peer it does not know yet.
+constexpr size_t kMaxHelloFrameBytes = kMaxTokenBytes + 1024;
 // Waits of the loop and the acceptor: hello deadlines are checked this often, a paused accept retried.
 constexpr int kLoopWaitMs = 100;
 
@@ -104,7 +108,7 @@ class AgentChannelServer::Loop {
 
  private:
   struct Conn {
-    Conn(int socket, size_t max_frame) : fd(socket), reader(max_frame) {}
+    Conn(int socket, size_t max_frame) : fd(socket), reader(std::min(max_frame, kMaxHelloFrameBytes)) {}
     const int fd;
     // Loop thread only.
     enum class Phase { kPreface, kHello, kOpen } phase = Phase::kPreface;
@@ -297,7 +301,8 @@ class AgentChannelServer::Loop {
           return;
         case FrameReader::Result::kTooLarge:
           Refuse(conn, {StatusCode::kResourceExhausted,
-                        "a message of more than " + std::to_string(config_.max_message_bytes) + " bytes"});
+                        std::string(conn->phase == Conn::Phase::kHello ? "a hello" : "a message") +
+                            " of more than " + std::to_string(conn->reader.max_frame_bytes()) + " bytes"});
           return;
         case FrameReader::Result::kFrame:
           break;
@@ -320,6 +325,7 @@ class AgentChannelServer::Loop {
         Refuse(conn, {StatusCode::kUnauthenticated, "missing or wrong job token"});
       } else {
         conn->phase = Conn::Phase::kOpen;
+        conn->reader.set_max_frame_bytes(config_.max_message_bytes);
         ++open_;
       }
       return;
@@ -374,9 +380,9 @@ class AgentChannelServer::Loop {
     if (message.has_join()) {
       NodeJoin join = FromProto(message.join());
       if (join.node_rank != node) {
-        Refuse(conn, {StatusCode::kInvalidArgument, "node " + std::to_string(node) +
-                                                        "'s channel joined as node " +
-                                                        std::to_string(join.node_rank)});
+        Refuse(conn,
+               {StatusCode::kInvalidArgument, "node " + std::to_string(node) + "'s channel joined as node " +
+                                                  std::to_string(join.node_rank)});
         return;
       }
       service_.Join(join, [this, conn, node](const Status& status, const NodeAssignment& assignment) {
@@ -586,7 +592,7 @@ class AgentChannelServer::Loop {
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
-  std::vector<char> buffer_;  // the loop's read buffer
+  std::vector<char> buffer_;                // the loop's read buffer
   std::unordered_map<int, ConnPtr> conns_;  // loop thread only
   std::atomic<size_t> open_{0};
   bool closed_all_ = false;  // loop thread

@@ -1,6 +1,8 @@
 // The agent channel (runtime/distrun.proto, top) on a real socket: the coordinator's side alone, with raw
 // frames as a foreign or broken peer would send them, and both sides together behind GrpcServer.
 
+#include "runtime/agent_channel.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -18,12 +20,12 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/agent_channel.h"
 #include "runtime/agent_channel_server.h"
 #include "runtime/agent_frames.h"
 #include "runtime/distrun.pb.h"
 #include "runtime/grpc_server.h"
 #include "runtime/proto_convert.h"
+#include "runtime/token_check.h"
 
 namespace distrun {
 namespace {
@@ -86,7 +88,8 @@ class RawPeer {
         EXPECT_TRUE(frame.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())));
         return frame;
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{fd_, POLLIN, 0};
       if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) return std::nullopt;
       char buf[4096];
@@ -243,8 +246,10 @@ TEST_F(ChannelServerTest, EveryBrokenFrameGetsOneAnswerAndTheLoopGoesOn) {
   AppendFrame(liveness_first, &framed_liveness);
   const std::vector<Case> cases = {
       {std::string(kAgentChannelPreface) + framed_liveness, StatusCode::kUnauthenticated},  // no hello
-      {std::string(kAgentChannelPreface) + std::string("\xff\xff\xff\xff", 4), StatusCode::kResourceExhausted},
-      {std::string(kAgentChannelPreface) + std::string("\0\0\0\3\xff\xff\xff", 7), StatusCode::kInvalidArgument},
+      {std::string(kAgentChannelPreface) + std::string("\xff\xff\xff\xff", 4),
+       StatusCode::kResourceExhausted},
+      {std::string(kAgentChannelPreface) + std::string("\0\0\0\3\xff\xff\xff", 7),
+       StatusCode::kInvalidArgument},
   };
   for (const Case& c : cases) {
     RawPeer p(port);
@@ -265,7 +270,32 @@ TEST_F(ChannelServerTest, EveryBrokenFrameGetsOneAnswerAndTheLoopGoesOn) {
   auto refused = p.Next();
   ASSERT_TRUE(refused && refused->has_refused());
   EXPECT_EQ(FromProto(refused->refused()).code, StatusCode::kInvalidArgument);
+}
 
+TEST_F(ChannelServerTest, BeforeItsHelloAPeerMaySendLittle) {
+  Start(1);  // messages of up to 64 KB once a connection has said who it is
+  const std::string eight_kb_header("\0\0\x20\0", 4);
+  RawPeer stranger(port);
+  stranger.Send(std::string(kAgentChannelPreface) + eight_kb_header);
+  auto refused = stranger.Next();
+  ASSERT_TRUE(refused && refused->has_refused());
+  EXPECT_EQ(FromProto(refused->refused()).code, StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused->refused().message(),
+            "a hello of more than " + std::to_string(kMaxTokenBytes + 1024) + " bytes");
+  EXPECT_TRUE(stranger.ClosedWithin(5s));
+
+  RawPeer agent(port);
+  agent.Hello();
+  v1::AgentFrame call;
+  call.mutable_call()->set_id(7);
+  call.mutable_call()->mutable_barrier()->set_name(std::string(8192, 'b'));
+  call.mutable_call()->mutable_barrier()->set_count(1);
+  call.mutable_call()->mutable_barrier()->set_timeout_ms(5000);
+  agent.Send(call);
+  auto result = agent.Next();
+  ASSERT_TRUE(result && result->has_result())
+      << (result && result->has_refused() ? result->refused().message() : "");
+  EXPECT_EQ(result->result().id(), 7u);
 }
 
 TEST_F(ChannelServerTest, AChannelCannotJoinForAnotherNode) {
@@ -461,7 +491,8 @@ TEST_F(ChannelTest, AFailureCallNamesTheRootCause) {
   ASSERT_TRUE(c1->ReportFailure(0, failure, &root).ok());
   EXPECT_TRUE(root);
   ASSERT_TRUE(WaitFor(e0, [&] {
-    return std::any_of(e0.seen.begin(), e0.seen.end(), [](const JobEvent& x) { return x.kind == JobEvent::Kind::kStop; });
+    return std::any_of(e0.seen.begin(), e0.seen.end(),
+                       [](const JobEvent& x) { return x.kind == JobEvent::Kind::kStop; });
   }));
 }
 
@@ -488,12 +519,13 @@ TEST_F(ChannelTest, NobodyListeningIsTriedAgainUntilClosed) {
   AgentChannelOptions o;
   o.address = "127.0.0.1:" + std::to_string(port);
   o.token = kToken;
-  AgentChannel channel(o, [](const JobEvent&) {},
-                       [&events](const Status& s) {
-                         std::lock_guard lock(events.mu);
-                         events.closed = s;
-                         events.cv.notify_all();
-                       });
+  AgentChannel channel(
+      o, [](const JobEvent&) {},
+      [&events](const Status& s) {
+        std::lock_guard lock(events.mu);
+        events.closed = s;
+        events.cv.notify_all();
+      });
   std::this_thread::sleep_for(300ms);
   {
     std::lock_guard lock(events.mu);

@@ -30,6 +30,10 @@ class FrameReader {
 
   explicit FrameReader(size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
 
+  // For frames not yet read: a connection may be allowed more once it has said who it is.
+  void set_max_frame_bytes(size_t bytes) { max_frame_bytes_ = bytes; }
+  size_t max_frame_bytes() const { return max_frame_bytes_; }
+
   void Append(const char* data, size_t size);
   // kFrame: `frame` holds the next frame's message bytes, valid until the next Append or Next.
   // kTooLarge: the peer announced a frame over the limit; the connection cannot go on.

@@ -205,5 +205,18 @@ class MultiAgent(LaunchCase):
         self.assertIn("--coordinator-port", err)
 
 
+    def test_a_malformed_token_is_a_usage_error_before_any_worker_starts(self):
+        # The token travels in gRPC metadata and in the agent channel's hello: printable, at most 4096.
+        marker = self.path("started")
+        for token in ["two words", "x" * 4097]:
+            p = self.popen(["--nproc-per-node", "2", "--", "sh", "-c", f"touch {marker}"],
+                           env=self.env(DISTRUN_TOKEN=token))
+            out, err = p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 2, err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("DISTRUN_TOKEN", err)
+            self.assertNotIn(token, err, "the token itself is never shown")
+            self.assertFalse(os.path.exists(marker), "no worker may start")
+
 if __name__ == "__main__":
     unittest.main()
