@@ -137,10 +137,7 @@ class FramedAgents::Loop {
     if (c.fd < 0) return End(c, ErrnoText("socket"));
     int one = 1;
     ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as AgentChannel does
-    const auto* sa = reinterpret_cast<const sockaddr*>(&shared_.coordinator);
-    if (::connect(c.fd, sa, sizeof shared_.coordinator) != 0 && errno != EINPROGRESS) {
-      return End(c, ErrnoText("connect"));
-    }
+    if (!ConnectSpread(c.fd, shared_.coordinator, c.key)) return End(c, ErrnoText("connect"));
     if (!fds_.Watch(c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, c.key)) return End(c, ErrnoText("epoll_ctl"));
     c.out += kAgentChannelPreface;
     AppendFrame(hello_, &c.out);

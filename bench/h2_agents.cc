@@ -308,8 +308,7 @@ class H2Agents::Loop {
     }
     int one = 1;
     ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as gRPC does
-    const auto* sa = reinterpret_cast<const sockaddr*>(&shared_.coordinator);
-    if (::connect(c.fd, sa, sizeof shared_.coordinator) != 0 && errno != EINPROGRESS) {
+    if (!ConnectSpread(c.fd, shared_.coordinator, c.key)) {
       End(c, ErrnoText("connect"));
       return;
     }

@@ -28,6 +28,21 @@ sockaddr_in ParseIpv4(const std::string& address) {
   return sa;
 }
 
+bool ConnectSpread(int fd, const sockaddr_in& coordinator, size_t index) {
+  constexpr uint32_t kSources = 8;  // 127.0.0.2 to 127.0.0.9
+  if ((ntohl(coordinator.sin_addr.s_addr) >> 24) == 127) {
+    int one = 1;
+    // The port is chosen at connect, for the whole 4-tuple, not at bind for the address alone.
+    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    source.sin_addr.s_addr = htonl((127u << 24) + 2 + static_cast<uint32_t>(index % kSources));
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&source), sizeof source) != 0) return false;
+  }
+  return ::connect(fd, reinterpret_cast<const sockaddr*>(&coordinator), sizeof coordinator) == 0 ||
+         errno == EINPROGRESS;
+}
+
 void AgentProgress::Count(int AgentProgress::*counter, double AgentProgress::*last_at, int total,
                           double start) {
   std::lock_guard lock(mu);
@@ -100,7 +115,8 @@ void SimLoopFds::DrainWake() {
 void SimLoopFds::SetHeartbeatInterval(int interval_ms) {
   const int64_t step_ns = int64_t{interval_ms} * 1'000'000 / kHeartbeatSlots;
   itimerspec spec{};
-  spec.it_interval = {static_cast<time_t>(step_ns / 1'000'000'000), static_cast<long>(step_ns % 1'000'000'000)};
+  spec.it_interval = {static_cast<time_t>(step_ns / 1'000'000'000),
+                      static_cast<long>(step_ns % 1'000'000'000)};
   spec.it_value = spec.it_interval;  // zero disarms
   ::timerfd_settime(timer_fd_, 0, &spec, nullptr);
 }

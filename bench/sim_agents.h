@@ -12,6 +12,13 @@
 
 namespace distrun::bench {
 
+// Starts a non-blocking connect of `fd` to `coordinator`; false (errno set) when it failed at once. On
+// loopback, connection `index` leaves from one of several 127.x addresses: one source address has about
+// 28,000 ephemeral ports, and the kernel's search for a free one lengthens as they fill, which from 15,000
+// connections up cost the simulated agents more CPU than the coordinator spent. Real agents each come from
+// a host of their own.
+bool ConnectSpread(int fd, const sockaddr_in& coordinator, size_t index);
+
 // What simulated agents report to the benchmark; each of rendezvous_bench.cc's simulations fills one.
 struct AgentProgress {
   std::mutex mu;

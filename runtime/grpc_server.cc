@@ -5,16 +5,16 @@
 #include <grpcpp/server_posix.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -36,6 +36,10 @@ using namespace std::chrono_literals;
 // Refusals are logged one by one at first, then only now and then: a port scanner must not flood the log.
 constexpr uint64_t kRefusalsLoggedInFull = 5;
 constexpr uint64_t kRefusalLogEvery = 1000;
+// Connections waiting to be accepted. The kernel cuts this to net.core.somaxconn (4096 by default), and
+// thousands of agents connecting at once overflow it, each dropped connection waiting a second to try
+// again: where a large cluster raises that setting, node 0 gets the larger queue (SOMAXCONN would not).
+constexpr int kListenBacklog = 65535;
 
 std::chrono::milliseconds Millis(int64_t ms) { return std::chrono::milliseconds(ms); }
 
@@ -119,7 +123,9 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       }
       grpc::AddInsecureChannelFromFd(server_.get(), fd);
     };
-    channel.refused = [this](const std::string& peer) { CountRefusal("hello on the agent channel", peer, true); };
+    channel.refused = [this](const std::string& peer) {
+      CountRefusal("hello on the agent channel", peer, true);
+    };
     agents_ = std::make_unique<AgentChannelServer>(service_, listen_fd, std::move(channel));
     bound_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port_);
     ticker_ = std::thread([this] { TickLoop(); });
@@ -487,7 +493,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       }
       int one = 1;
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
         why = std::strerror(errno);
         ::close(fd);
         fd = -1;
