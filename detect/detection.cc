@@ -99,6 +99,19 @@ void ApplyExplicitValues(const ExplicitTopology& ex, Topology& t) {
   }
 }
 
+// The Kubernetes detector reads distrun's own DISTRUN_NUM_NODES and DISTRUN_COORDINATOR_ADDRESS, which are
+// the variables of --num-nodes and --coordinator-address: a value given as a flag or a config key reaches
+// it as the variable it stands for, so that one option behaves one way however it is given. Nothing to
+// add: nullopt, and the caller's environment is used as it is.
+std::optional<Environment> WithExplicitVariables(const Environment& env, const ExplicitTopology& ex) {
+  const bool nodes = ex.num_nodes && *ex.num_nodes >= 1;  // 0 is refused by ApplyExplicitValues
+  if (!nodes && !ex.coordinator_address) return std::nullopt;
+  Environment seen = env;
+  if (nodes) seen.vars["DISTRUN_NUM_NODES"] = std::to_string(*ex.num_nodes);
+  if (ex.coordinator_address) seen.vars["DISTRUN_COORDINATOR_ADDRESS"] = *ex.coordinator_address;
+  return seen;
+}
+
 }  // namespace
 
 std::vector<std::string> DetectionMethodNames() {
@@ -109,12 +122,14 @@ std::vector<std::string> DetectionMethodNames() {
 }
 
 Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
+  const std::optional<Environment> with_explicit = WithExplicitVariables(env, ex);
+  const Environment& seen = with_explicit ? *with_explicit : env;  // what the detectors read
   Topology t;
   if (ex.method == "auto") {
     t = LocalTopology(env);
     for (const Detector& d : ClusterDetectors()) {
-      if (d.missing(env).empty()) {
-        t = d.detect(env);
+      if (d.missing(seen).empty()) {
+        t = d.detect(seen);
         t.method = std::string(d.name);
         break;
       }
@@ -133,13 +148,13 @@ Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
       throw UsageError("--cluster-detection-method='" + ex.method + "' is not a known method; use one of " +
                        JoinNames(DetectionMethodNames(), ", "));
     }
-    std::vector<std::string> missing = d->missing(env);
+    std::vector<std::string> missing = d->missing(seen);
     if (!missing.empty()) {
       throw UsageError("--cluster-detection-method=" + ex.method +
                        " was named but its environment is absent: " + JoinNames(missing, ", ") +
                        " not set; run distrun under that launcher or pick another method");
     }
-    t = d->detect(env);
+    t = d->detect(seen);
     t.method = ex.method;
   }
 

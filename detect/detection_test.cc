@@ -244,6 +244,41 @@ TEST(Detection, ExplicitNodesFieldByField) {
   EXPECT_TRUE(t.warnings.empty());
 }
 
+// An Indexed Job's pod: the node count and coordinator the Kubernetes detector needs may come as flags or
+// config keys as well as their variables (DISTRUN_NUM_NODES, DISTRUN_COORDINATOR_ADDRESS).
+TEST(Detection, KubernetesTakesTheNodeCountAndAddressHoweverTheyAreGiven) {
+  Environment pod = Env({{"JOB_COMPLETION_INDEX", "2"}, {"DISTRUN_K8S_SUBDOMAIN", "workers"}});
+  pod.hostname = "train-2";
+  EXPECT_TRUE(Contains(ErrorOf([&] { DetectTopology(pod, Method("auto")); }), "DISTRUN_NUM_NODES"));
+
+  ExplicitTopology flags;
+  flags.num_nodes = 4;
+  Topology t = DetectTopology(pod, flags);
+  EXPECT_EQ(t.method, "k8s");
+  EXPECT_EQ(t.num_nodes, 4);
+  EXPECT_EQ(t.node_rank, 2);
+  EXPECT_EQ(t.hosts, (Strings{"train-0.workers", "train-1.workers", "train-2.workers", "train-3.workers"}));
+  EXPECT_EQ(t.coordinator_host, "train-0.workers");
+
+  // A hostname that names no pod of the Job: only a coordinator address lets the pods meet.
+  pod.hostname = "custom";
+  EXPECT_TRUE(Contains(ErrorOf([&] { DetectTopology(pod, flags); }), "DISTRUN_COORDINATOR_ADDRESS"));
+  flags.coordinator_address = "head.workers:29400";
+  t = DetectTopology(pod, flags);
+  EXPECT_EQ(t.method, "k8s");
+  EXPECT_EQ(t.node_rank, 2);
+  EXPECT_EQ(t.coordinator_host, "head.workers");
+  EXPECT_EQ(t.coordinator_port, 29400);
+
+  // The flag wins over the variable, as it does for every option.
+  Environment both =
+      Env({{"JOB_COMPLETION_INDEX", "2"}, {"DISTRUN_K8S_SUBDOMAIN", "workers"}, {"DISTRUN_NUM_NODES", "3"}});
+  both.hostname = "train-2";
+  flags = {};
+  flags.num_nodes = 5;
+  EXPECT_EQ(DetectTopology(both, flags).hosts.size(), 5u);
+}
+
 TEST(Detection, ExplicitSingleNodeKeepsTheHost) {
   ExplicitTopology ex;
   ex.num_nodes = 1;

@@ -63,7 +63,8 @@ NodeCount ReadNodeCount(const Environment& env) {
   throw UsageError(
       "JOB_COMPLETION_INDEX=" + env.GetOr("JOB_COMPLETION_INDEX", "") +
       " shows a Kubernetes Indexed Job, but nothing says how many pods it has; set DISTRUN_NUM_NODES "
-      "to the Job's completions (times the replicas of a JobSet's ReplicatedJob) in the pod template");
+      "to the Job's completions (times the replicas of a JobSet's ReplicatedJob) in the pod template, or "
+      "pass --num-nodes");
 }
 
 // The pod's own hostname and, where it can be seen, its subdomain.
@@ -228,7 +229,8 @@ Topology Detect(const Environment& env) {
       throw UsageError(
           "pod hostname '" + ShownValue(pod.hostname) + "' does not end in '-" + std::to_string(pod_index) +
           "' (JOB_COMPLETION_INDEX) as an Indexed Job pod's does, so the other pods' names are " +
-          "unknown; do not override the pod's hostname, or set DISTRUN_COORDINATOR_ADDRESS");
+          "unknown; do not override the pod's hostname, or set DISTRUN_COORDINATOR_ADDRESS "
+          "(--coordinator-address)");
     }
   }
   t.task_id = t.node_rank;
