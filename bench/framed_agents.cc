@@ -53,13 +53,10 @@ struct FramedAgents::Shared {
   SimAgentsOptions options;
   sockaddr_in coordinator{};
   AgentProgress& progress;
-  std::atomic<double>& start;
-  std::atomic<bool> started{false};
-  std::atomic<bool> heartbeats{false};
-  std::atomic<bool> stopping{false};
+  SimControl& control;
 };
 
-class FramedAgents::Loop {
+class FramedAgents::Loop final : public SimLoop {
  public:
   Loop(Shared& shared, int first_rank, int count) : shared_(shared), in_(1 << 16) {
     agents_.resize(static_cast<size_t>(count));
@@ -82,7 +79,7 @@ class FramedAgents::Loop {
     thread_ = std::thread([this] { Run(); });
   }
 
-  ~Loop() {
+  ~Loop() override {
     fds_.Wake();
     thread_.join();
     for (Connection& c : connections_) {
@@ -90,13 +87,13 @@ class FramedAgents::Loop {
     }
   }
 
-  void Wake() { fds_.Wake(); }
-  void SetHeartbeatInterval(int interval_ms) { fds_.SetHeartbeatInterval(interval_ms); }
+  void Wake() override { fds_.Wake(); }
+  void SetHeartbeatInterval(int interval_ms) override { fds_.SetHeartbeatInterval(interval_ms); }
 
  private:
   void Run() {
     std::array<epoll_event, 256> events;
-    while (!shared_.stopping.load()) {
+    while (!shared_.control.stopping.load()) {
       const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
@@ -111,7 +108,7 @@ class FramedAgents::Loop {
   void Dispatch(const epoll_event& ev) {
     if (ev.data.u64 == SimLoopFds::kWakeKey) {
       fds_.DrainWake();
-      if (shared_.started.load() && !opened_) {
+      if (shared_.control.started.load() && !opened_) {
         opened_ = true;
         for (Connection& c : connections_) Open(c);
       }
@@ -119,7 +116,7 @@ class FramedAgents::Loop {
     }
     if (ev.data.u64 == SimLoopFds::kTimerKey) {
       const uint64_t slots = fds_.TakeSlots();
-      if (!shared_.heartbeats.load()) return;
+      if (!shared_.control.heartbeats.load()) return;
       for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
       return;
     }
@@ -138,7 +135,8 @@ class FramedAgents::Loop {
     int one = 1;
     ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // as AgentChannel does
     if (!ConnectSpread(c.fd, shared_.coordinator, c.key)) return End(c, ErrnoText("connect"));
-    if (!fds_.Watch(c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, c.key)) return End(c, ErrnoText("epoll_ctl"));
+    if (!fds_.Watch(c.fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, c.key))
+      return End(c, ErrnoText("epoll_ctl"));
     c.out += kAgentChannelPreface;
     AppendFrame(hello_, &c.out);
     for (SimAgent& a : c.agents) {
@@ -284,7 +282,7 @@ class FramedAgents::Loop {
   }
 
   void Count(int AgentProgress::*counter, double AgentProgress::*last_at) {
-    shared_.progress.Count(counter, last_at, shared_.options.agents, shared_.start.load());
+    shared_.progress.Count(counter, last_at, shared_.options.agents, shared_.control.start.load());
   }
 
   void Fail(SimAgent& a, const std::string& why) {
@@ -307,14 +305,15 @@ class FramedAgents::Loop {
   std::thread thread_;
 };
 
-FramedAgents::FramedAgents(const SimAgentsOptions& options) : options_(options) {
+FramedAgents::FramedAgents(const SimAgentsOptions& options) : SimAgents(options) {
   if (options.agents < 1 || options.threads < 1 || options.per_connection < 1) {
-    throw std::invalid_argument("the agent channel's simulation needs agents, threads and agents per connection");
+    throw std::invalid_argument(
+        "the agent channel's simulation needs agents, threads and agents per connection");
   }
   shared_.reset(new Shared{.options = options,
                            .coordinator = ParseIpv4(options.address),
                            .progress = progress_,
-                           .start = start_});
+                           .control = control_});
   // Whole connections per loop: loop t gets connections t·C/T to (t+1)·C/T - 1.
   connections_ = (options.agents + options.per_connection - 1) / options.per_connection;
   const int threads = std::min(options.threads, connections_);
@@ -325,30 +324,6 @@ FramedAgents::FramedAgents(const SimAgentsOptions& options) : options_(options) 
   }
 }
 
-FramedAgents::~FramedAgents() {
-  shared_->stopping = true;
-  loops_.clear();  // each wakes its thread, joins it and closes its sockets
-}
-
-void FramedAgents::Start() {
-  start_ = MonotonicSeconds();
-  shared_->started = true;
-  if (options_.heartbeat_ms > 0) {
-    shared_->heartbeats = true;
-    for (auto& loop : loops_) loop->SetHeartbeatInterval(options_.heartbeat_ms);
-  }
-  for (auto& loop : loops_) loop->Wake();
-}
-
-bool FramedAgents::WaitPassed(double timeout_s) { return progress_.WaitPassed(options_.agents, timeout_s); }
-
-void FramedAgents::StopHeartbeats() {
-  shared_->heartbeats = false;
-  for (auto& loop : loops_) loop->SetHeartbeatInterval(0);
-}
-
-bool FramedAgents::WaitFinished(double timeout_s) {
-  return progress_.WaitFinished(options_.agents, timeout_s);
-}
+FramedAgents::~FramedAgents() { StopLoops(); }  // before shared_, which the loops use, goes
 
 }  // namespace distrun::bench

@@ -202,14 +202,11 @@ struct H2Agents::Shared {
   sockaddr_in coordinator{};
   std::string liveness_headers, join_headers, barrier_headers;
   AgentProgress& progress;
-  std::atomic<double>& start;
-  std::atomic<bool> started{false};
-  std::atomic<bool> heartbeats{false};
-  std::atomic<bool> stopping{false};
+  SimControl& control;
 };
 
 // One thread, one epoll set, the connections given to it and their agents.
-class H2Agents::Loop {
+class H2Agents::Loop final : public SimLoop {
  public:
   Loop(Shared& shared, const std::vector<int>& connection_numbers) : shared_(shared), in_(1 << 18) {
     PlaceAgents(connection_numbers);
@@ -217,7 +214,7 @@ class H2Agents::Loop {
     thread_ = std::thread([this] { Run(); });
   }
 
-  ~Loop() {
+  ~Loop() override {
     fds_.Wake();
     thread_.join();
     for (Connection& c : connections_) {
@@ -225,11 +222,10 @@ class H2Agents::Loop {
     }
   }
 
-  void Wake() { fds_.Wake(); }
-  void SetHeartbeatInterval(int interval_ms) { fds_.SetHeartbeatInterval(interval_ms); }
+  void Wake() override { fds_.Wake(); }
+  void SetHeartbeatInterval(int interval_ms) override { fds_.SetHeartbeatInterval(interval_ms); }
 
  private:
-
   // Connection c holds agents c·K to c·K + K - 1.
   void PlaceAgents(const std::vector<int>& connection_numbers) {
     const int per = shared_.options.per_connection, total = shared_.options.agents;
@@ -268,7 +264,7 @@ class H2Agents::Loop {
 
   void Run() {
     std::array<epoll_event, 256> events;
-    while (!shared_.stopping.load()) {
+    while (!shared_.control.stopping.load()) {
       const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
       if (n < 0 && errno != EINTR) break;
       for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
@@ -279,12 +275,12 @@ class H2Agents::Loop {
   void Dispatch(const epoll_event& ev) {
     if (ev.data.u64 == SimLoopFds::kWakeKey) {
       fds_.DrainWake();
-      if (shared_.started.load() && !opened_) OpenAll();
+      if (shared_.control.started.load() && !opened_) OpenAll();
       return;
     }
     if (ev.data.u64 == SimLoopFds::kTimerKey) {
       const uint64_t slots = fds_.TakeSlots();
-      if (!shared_.heartbeats.load()) return;
+      if (!shared_.control.heartbeats.load()) return;
       for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
       return;
     }
@@ -763,7 +759,7 @@ class H2Agents::Loop {
   // ---- progress ----
 
   void Count(int AgentProgress::*counter, double AgentProgress::*last_at) {
-    shared_.progress.Count(counter, last_at, shared_.options.agents, shared_.start.load());
+    shared_.progress.Count(counter, last_at, shared_.options.agents, shared_.control.start.load());
   }
 
   void Finish(SimAgent& a) {
@@ -796,7 +792,7 @@ class H2Agents::Loop {
   std::thread thread_;
 };
 
-H2Agents::H2Agents(const SimAgentsOptions& options) : options_(options) {
+H2Agents::H2Agents(const SimAgentsOptions& options) : SimAgents(options) {
   if (options.agents < 1 || options.per_connection < 1 || options.threads < 1) {
     throw std::invalid_argument("H2Agents needs at least one agent, one per connection and one thread");
   }
@@ -807,7 +803,7 @@ H2Agents::H2Agents(const SimAgentsOptions& options) : options_(options) {
                  .join_headers = RequestHeaderBlock("Join", options.address, options.token, "3600S"),
                  .barrier_headers = RequestHeaderBlock("Barrier", options.address, options.token, "3600S"),
                  .progress = progress_,
-                 .start = start_});
+                 .control = control_});
   connections_ = (options.agents + options.per_connection - 1) / options.per_connection;
   std::vector<std::vector<int>> connections_of(static_cast<size_t>(options.threads));
   for (int c = 0; c < connections_; ++c)
@@ -815,28 +811,6 @@ H2Agents::H2Agents(const SimAgentsOptions& options) : options_(options) {
   for (const auto& mine : connections_of) loops_.push_back(std::make_unique<Loop>(*shared_, mine));
 }
 
-H2Agents::~H2Agents() {
-  shared_->stopping = true;
-  loops_.clear();  // each wakes its thread, joins it and closes its sockets
-}
-
-void H2Agents::Start() {
-  start_ = MonotonicSeconds();
-  shared_->started = true;
-  if (options_.heartbeat_ms > 0) {
-    shared_->heartbeats = true;
-    for (auto& loop : loops_) loop->SetHeartbeatInterval(options_.heartbeat_ms);
-  }
-  for (auto& loop : loops_) loop->Wake();
-}
-
-bool H2Agents::WaitPassed(double timeout_s) { return progress_.WaitPassed(options_.agents, timeout_s); }
-
-void H2Agents::StopHeartbeats() {
-  shared_->heartbeats = false;
-  for (auto& loop : loops_) loop->SetHeartbeatInterval(0);
-}
-
-bool H2Agents::WaitFinished(double timeout_s) { return progress_.WaitFinished(options_.agents, timeout_s); }
+H2Agents::~H2Agents() { StopLoops(); }  // before shared_, which the loops use, goes
 
 }  // namespace distrun::bench

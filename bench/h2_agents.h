@@ -6,43 +6,23 @@
 // us per agent with a connection each, against ~500 us for gRPC's client), so that `distrun-bench rendezvous`
 // measures the coordinator rather than the simulation.
 
-#include <atomic>
 #include <memory>
-#include <vector>
 
 #include "sim_agents.h"
 
 namespace distrun::bench {
 
-class H2Agents {
+class H2Agents final : public SimAgents {
  public:
   // Prepares every agent and starts the loops; nothing is sent before Start.
   explicit H2Agents(const SimAgentsOptions& options);
-  ~H2Agents();  // closes every connection
-  H2Agents(const H2Agents&) = delete;
-  H2Agents& operator=(const H2Agents&) = delete;
-
-  // Connects and starts every agent; returns at once.
-  void Start();
-  // Waits until every agent passed the barrier (or one failed); false on failure or timeout.
-  bool WaitPassed(double timeout_s);
-  void StopHeartbeats();
-  // Waits until every agent's liveness stream (or its connection) ended, e.g. after the coordinator stopped.
-  bool WaitFinished(double timeout_s);
-
-  AgentProgress& progress() { return progress_; }
-  int connections() const { return connections_; }
+  ~H2Agents() override;
 
  private:
   class Loop;
   struct Shared;
 
-  SimAgentsOptions options_;
-  int connections_ = 0;
-  AgentProgress progress_;
-  std::atomic<double> start_{0};
   std::unique_ptr<Shared> shared_;
-  std::vector<std::unique_ptr<Loop>> loops_;
 };
 
 }  // namespace distrun::bench

@@ -127,4 +127,24 @@ uint64_t SimLoopFds::TakeSlots() {
   return std::min<uint64_t>(expirations, kHeartbeatSlots);
 }
 
+void SimAgents::Start() {
+  control_.start = MonotonicSeconds();
+  control_.started = true;
+  if (options_.heartbeat_ms > 0) {
+    control_.heartbeats = true;
+    for (auto& loop : loops_) loop->SetHeartbeatInterval(options_.heartbeat_ms);
+  }
+  for (auto& loop : loops_) loop->Wake();
+}
+
+void SimAgents::StopHeartbeats() {
+  control_.heartbeats = false;
+  for (auto& loop : loops_) loop->SetHeartbeatInterval(0);
+}
+
+void SimAgents::StopLoops() {
+  control_.stopping = true;
+  loops_.clear();
+}
+
 }  // namespace distrun::bench

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace distrun::bench {
 
@@ -77,5 +79,52 @@ class SimLoopFds {
 
 // The coordinator's address as the simulations connect to it; throws std::invalid_argument unless IPv4.
 sockaddr_in ParseIpv4(const std::string& address);
+
+// One epoll loop of a simulation, as the driver below sees it.
+class SimLoop {
+ public:
+  virtual ~SimLoop() = default;  // wakes its thread, joins it and closes its sockets
+  virtual void Wake() = 0;
+  virtual void SetHeartbeatInterval(int interval_ms) = 0;
+};
+
+// Where the run is; every loop of a simulation reads it.
+struct SimControl {
+  std::atomic<double> start{0};  // MonotonicSeconds() at Start
+  std::atomic<bool> started{false};
+  std::atomic<bool> heartbeats{false};
+  std::atomic<bool> stopping{false};
+};
+
+// A simulation of agents on epoll loops (framed_agents.h, h2_agents.h). The subclass makes the loops and
+// says how many connections they hold; this starts them, waits for the agents and stops them.
+class SimAgents {
+ public:
+  virtual ~SimAgents() { StopLoops(); }
+  SimAgents(const SimAgents&) = delete;
+  SimAgents& operator=(const SimAgents&) = delete;
+
+  // Connects and starts every agent; returns at once.
+  void Start();
+  // Waits until every agent passed the barrier (or one failed); false on failure or timeout.
+  bool WaitPassed(double timeout_s) { return progress_.WaitPassed(options_.agents, timeout_s); }
+  void StopHeartbeats();
+  // Waits until every agent's liveness stream (or its connection) ended, e.g. after the coordinator stopped.
+  bool WaitFinished(double timeout_s) { return progress_.WaitFinished(options_.agents, timeout_s); }
+
+  AgentProgress& progress() { return progress_; }
+  int connections() const { return connections_; }
+
+ protected:
+  explicit SimAgents(const SimAgentsOptions& options) : options_(options) {}
+  // Ends every loop; a subclass calls it first in its destructor, while what its loops use still exists.
+  void StopLoops();
+
+  SimAgentsOptions options_;
+  int connections_ = 0;
+  AgentProgress progress_;
+  SimControl control_;
+  std::vector<std::unique_ptr<SimLoop>> loops_;
+};
 
 }  // namespace distrun::bench
