@@ -35,9 +35,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 64 * 1024;
 // Answers queued for an agent that does not read them: it is dropped past this.
 constexpr size_t kMaxQueuedBytes = 16 << 20;
-// The most a connection may send before its hello is accepted: a hello holds the token and little else,
-// and nobody may make the coordinator hold megabytes for a peer it does not know yet.
-constexpr size_t kMaxHelloFrameBytes = kMaxTokenBytes + 1024;
 // Waits of the loop and the acceptor: hello deadlines are checked this often, a paused accept retried.
 constexpr int kLoopWaitMs = 100;
 

@@ -12,12 +12,17 @@
 #include <string>
 
 #include "runtime/service.h"
+#include "runtime/token_check.h"
 
 namespace spdlog {
 class logger;
 }
 
 namespace distrun {
+
+// The most a connection may send in one frame before its hello is accepted: a hello holds the token and
+// little else, and nobody may make the coordinator hold megabytes for a peer it does not know yet.
+inline constexpr size_t kMaxHelloFrameBytes = kMaxTokenBytes + 1024;
 
 struct AgentChannelConfig {
   std::string token;  // what every hello must carry; never logged

@@ -25,7 +25,6 @@
 #include "runtime/distrun.pb.h"
 #include "runtime/grpc_server.h"
 #include "runtime/proto_convert.h"
-#include "runtime/token_check.h"
 
 namespace distrun {
 namespace {
@@ -274,6 +273,7 @@ TEST_F(ChannelServerTest, EveryBrokenFrameGetsOneAnswerAndTheLoopGoesOn) {
 
 TEST_F(ChannelServerTest, BeforeItsHelloAPeerMaySendLittle) {
   Start(1);  // messages of up to 64 KB once a connection has said who it is
+  static_assert(kMaxHelloFrameBytes < 8192, "the frame below must be over the hello limit");
   const std::string eight_kb_header("\0\0\x20\0", 4);
   RawPeer stranger(port);
   stranger.Send(std::string(kAgentChannelPreface) + eight_kb_header);
@@ -281,7 +281,7 @@ TEST_F(ChannelServerTest, BeforeItsHelloAPeerMaySendLittle) {
   ASSERT_TRUE(refused && refused->has_refused());
   EXPECT_EQ(FromProto(refused->refused()).code, StatusCode::kResourceExhausted);
   EXPECT_EQ(refused->refused().message(),
-            "a hello of more than " + std::to_string(kMaxTokenBytes + 1024) + " bytes");
+            "a hello of more than " + std::to_string(kMaxHelloFrameBytes) + " bytes");
   EXPECT_TRUE(stranger.ClosedWithin(5s));
 
   RawPeer agent(port);
