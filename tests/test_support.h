@@ -14,7 +14,7 @@ namespace distrun::testing {
 // An environment with exactly these variables, hostname "testhost", no network and no CUDA driver.
 Environment MakeEnv(std::initializer_list<std::pair<std::string, std::string>> vars);
 
-// Reads "NAME=value" lines of a fixture under ../shared/fixtures (e.g. "mpi-standalone/ompi-env-rank0.txt").
+// Reads "NAME=value" lines of a fixture under tests/fixtures (e.g. "mpi-standalone/ompi-env-rank0.txt").
 // `prefix` strips a line prefix such as "BATCH: "; lines without it are skipped when it is non-empty.
 Environment LoadFixtureEnv(const std::string& relative_path, const std::string& prefix = "");
 

@@ -11,7 +11,7 @@ tests=("$@")
 
 [[ -x $build/distrun ]] || { echo "run_tests: no distrun in $build; build it first" >&2; exit 2; }
 export DISTRUN_BIN=$build/distrun
-export DISTRUN_FIXTURES_DIR=${DISTRUN_FIXTURES_DIR:-$here/../../../shared/fixtures}
+export DISTRUN_FIXTURES_DIR=${DISTRUN_FIXTURES_DIR:-$here/../fixtures}
 eval "$("$here/lab.sh" env)"
 
 lab_logs() {

@@ -4,7 +4,7 @@ import os
 import subprocess
 
 DISTRUN = os.path.abspath(os.environ.get("DISTRUN_BIN", "build/release/distrun"))
-FIXTURES = os.environ.get("DISTRUN_FIXTURES_DIR", os.path.join(os.path.dirname(__file__), "../../../shared/fixtures"))
+FIXTURES = os.environ.get("DISTRUN_FIXTURES_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
 
 
 def run(args, env=None, cwd=None, timeout=30, stdin=None):
