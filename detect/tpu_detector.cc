@@ -3,7 +3,8 @@
 // process (per-task).
 //
 // Where the slice description comes from, in order:
-//  1. TPU_PROCESS_ADDRESSES + CLOUD_TPU_TASK_ID (libtpu's multi-process form), or TPU_WORKER_HOSTNAMES +
+//  1. TPU_PROCESS_ADDRESSES_PATH (a file holding the list, as current JAX reads it first) or
+//     TPU_PROCESS_ADDRESSES, + CLOUD_TPU_TASK_ID (libtpu's multi-process form), or TPU_WORKER_HOSTNAMES +
 //     TPU_WORKER_ID (what GKE's TPU webhook sets); MEGASCALE_* for multislice.
 //  2. The GCE metadata server (agent-worker-number, worker-network-endpoints, tpu-env), but only on a
 //     machine that shows a TPU and only when TPU_SKIP_MDS_QUERY does not forbid it, so that detection on
@@ -11,8 +12,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -84,21 +88,25 @@ bool MetadataAllowed(const Environment& env) {
   return env.http_get && !MetadataForbidden(env) && LooksLikeTpuVm(env);
 }
 
+constexpr std::string_view kAddressFileVariable = "TPU_PROCESS_ADDRESSES_PATH";
+
 // Which variables describe the slice. TPU_PROCESS_ADDRESSES is paired with CLOUD_TPU_TASK_ID (process
-// ids), TPU_WORKER_HOSTNAMES with TPU_WORKER_ID (host ids); each falls back to the other id.
+// ids), TPU_WORKER_HOSTNAMES with TPU_WORKER_ID (host ids); each falls back to the other id. The address file
+// wins over both lists, as in JAX; set to "", it is ignored.
 struct SliceVars {
-  std::string list;  // empty when neither list is set
+  std::string list;  // empty when no list is set
   std::string id;    // empty when no id is set
 };
 
 SliceVars FindSliceVars(const Environment& env) {
   bool hostnames = env.Has("TPU_WORKER_HOSTNAMES");
   bool addresses = env.Has("TPU_PROCESS_ADDRESSES");
+  bool address_file = !env.GetOr(kAddressFileVariable, "").empty();
   bool worker_id = env.Has("TPU_WORKER_ID");
   bool task_id = env.Has("CLOUD_TPU_TASK_ID");
-  if (addresses && (task_id || !hostnames)) {
-    return {"TPU_PROCESS_ADDRESSES", task_id ? "CLOUD_TPU_TASK_ID" : worker_id ? "TPU_WORKER_ID" : ""};
-  }
+  const std::string process_id = task_id ? "CLOUD_TPU_TASK_ID" : worker_id ? "TPU_WORKER_ID" : "";
+  if (address_file) return {std::string(kAddressFileVariable), process_id};
+  if (addresses && (task_id || !hostnames)) return {"TPU_PROCESS_ADDRESSES", process_id};
   std::string id = worker_id ? "TPU_WORKER_ID" : task_id ? "CLOUD_TPU_TASK_ID" : "";
   return {hostnames ? "TPU_WORKER_HOSTNAMES" : "", id};
 }
@@ -121,7 +129,9 @@ std::vector<std::string> Missing(const Environment& env) {
   SliceVars vars = FindSliceVars(env);
   if (!vars.list.empty() && !vars.id.empty()) return {};
   std::vector<std::string> missing;
-  if (vars.list.empty()) missing.emplace_back("TPU_WORKER_HOSTNAMES or TPU_PROCESS_ADDRESSES");
+  if (vars.list.empty()) {
+    missing.emplace_back("TPU_WORKER_HOSTNAMES, TPU_PROCESS_ADDRESSES or TPU_PROCESS_ADDRESSES_PATH");
+  }
   if (vars.id.empty()) missing.emplace_back("TPU_WORKER_ID or CLOUD_TPU_TASK_ID");
   if (!MetadataAllowed(env)) return missing;
   try {
@@ -204,10 +214,33 @@ std::vector<std::string> HostsFromVariable(const std::string& name, const std::s
   return hosts;
 }
 
+// The trimmed content of the file TPU_PROCESS_ADDRESSES_PATH names. Missing or empty is an error, never a
+// reason to read the variables instead: they may describe another slice than the file.
+std::string ReadAddressFile(const Environment& env) {
+  const std::string& name = *env.Get(kAddressFileVariable);
+  const fs::path path = fs::path(name).is_absolute() ? env.Path(name) : fs::path(name);
+  const std::string shown = std::string(kAddressFileVariable) + "='" + ShownValue(name) + "'";
+  std::ifstream in(path);
+  if (!in) {
+    throw UsageError(shown + " names a file that cannot be read (" + std::strerror(errno) +
+                     "); give the path of the file that lists this slice's process addresses, or unset it");
+  }
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string_view trimmed = Trim(content);
+  if (trimmed.empty()) {
+    throw UsageError(shown + " names an empty file; it must list this slice's process addresses, " +
+                     "comma-separated (\"host0:8476,host1:8476\")");
+  }
+  return std::string(trimmed);
+}
+
 Slice ReadSlice(const Environment& env, std::optional<Metadata>& metadata) {
   SliceVars vars = FindSliceVars(env);
   Slice slice;
-  if (!vars.list.empty()) {
+  if (vars.list == kAddressFileVariable) {
+    slice.list_origin = std::string(kAddressFileVariable) + " file " + *env.Get(kAddressFileVariable);
+    slice.process_hosts = HostsFromVariable(slice.list_origin, ReadAddressFile(env));
+  } else if (!vars.list.empty()) {
     slice.list_origin = vars.list;
     slice.process_hosts = HostsFromVariable(vars.list, *env.Get(vars.list));
   } else {

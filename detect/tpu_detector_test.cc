@@ -93,7 +93,7 @@ TEST(TpuDetector, AbsentWithoutVariables) {
   env.root = root.path();
   auto missing = TpuDetector().missing(env);
   ASSERT_EQ(missing.size(), 2u);
-  EXPECT_EQ(missing[0], "TPU_WORKER_HOSTNAMES or TPU_PROCESS_ADDRESSES");
+  EXPECT_EQ(missing[0], "TPU_WORKER_HOSTNAMES, TPU_PROCESS_ADDRESSES or TPU_PROCESS_ADDRESSES_PATH");
   EXPECT_EQ(missing[1], "TPU_WORKER_ID or CLOUD_TPU_TASK_ID");
   env.vars["TPU_WORKER_HOSTNAMES"] = kGkeHosts;
   EXPECT_EQ(TpuDetector().missing(env), std::vector<std::string>{"TPU_WORKER_ID or CLOUD_TPU_TASK_ID"});
@@ -188,6 +188,53 @@ TEST(TpuDetector, ProcessAddressesOnePerHostArePerNode) {
   EXPECT_EQ(t.num_nodes, 2);
   EXPECT_EQ(t.node_rank, 1);
   EXPECT_EQ(t.hosts, (std::vector<std::string>{"h0", "h1"}));
+}
+
+// Current JAX reads the process list from the file TPU_PROCESS_ADDRESSES_PATH names before either variable.
+TEST(TpuDetector, ProcessAddressFileWinsOverBothLists) {
+  TempRoot root;
+  root.Write("run/tpu/addresses", "  10.0.0.1:8476,10.0.0.1:8477,10.0.0.2:8476,10.0.0.2:8477\n");
+  Environment env = MakeEnv({{"TPU_PROCESS_ADDRESSES_PATH", "/run/tpu/addresses"},
+                             {"TPU_PROCESS_ADDRESSES", "x:1,y:1"},
+                             {"TPU_WORKER_HOSTNAMES", "a,b,c"},
+                             {"TPU_WORKER_ID", "2"}});
+  env.root = root.path();
+  EXPECT_TRUE(TpuDetector().missing(env).empty());
+  Topology t = TpuDetector().detect(env);
+  EXPECT_EQ(t.launch_mode, LaunchMode::kPerTask);
+  EXPECT_EQ(t.num_tasks, 4);
+  EXPECT_EQ(t.task_id, 2);
+  EXPECT_EQ(t.node_rank, 1);
+  EXPECT_EQ(t.hosts, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
+  EXPECT_EQ(t.coordinator_host, "10.0.0.1");
+
+  // Set but empty, the variable is not there: the lists decide.
+  env.vars["TPU_PROCESS_ADDRESSES_PATH"] = "";
+  env.vars.erase("TPU_PROCESS_ADDRESSES");
+  EXPECT_EQ(TpuDetector().detect(env).hosts, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(TpuDetector, MissingOrEmptyAddressFileIsAnErrorWithoutFallback) {
+  TempRoot root;
+  root.Write("empty", " \n\t\n");
+  root.Write("holes", "h0:1,,h1:1");
+  auto message = [&root](const std::string& path) {
+    Environment env = MakeEnv(
+        {{"TPU_PROCESS_ADDRESSES_PATH", path}, {"TPU_WORKER_HOSTNAMES", "a,b"}, {"TPU_WORKER_ID", "0"}});
+    env.root = root.path();
+    EXPECT_TRUE(TpuDetector().missing(env).empty()) << path;  // chosen, so never silently skipped
+    return UsageMessage(TpuDetector(), env);
+  };
+  std::string missing = message("/absent");
+  EXPECT_NE(missing.find("TPU_PROCESS_ADDRESSES_PATH='/absent' names a file that cannot be read (No such file"),
+            std::string::npos)
+      << missing;
+  std::string empty = message("/empty");
+  EXPECT_NE(empty.find("TPU_PROCESS_ADDRESSES_PATH='/empty' names an empty file"), std::string::npos) << empty;
+  std::string holes = message("/holes");
+  EXPECT_NE(holes.find("TPU_PROCESS_ADDRESSES_PATH file /holes='h0:1,,h1:1' has an empty entry"),
+            std::string::npos)
+      << holes;
 }
 
 TEST(TpuDetector, MalformedValuesNameVariableAndValue) {
