@@ -53,6 +53,23 @@ void WarnIfSlurmBatchStep(const Environment& env, Topology& t) {
       "so distrun runs on this node alone; launch it with `srun distrun ...` to use the whole allocation");
 }
 
+// PMI_RANK/PMI_SIZE alone prove no launcher (pmi_detector.cc says why); a job that nothing claimed still
+// deserves to hear that they were seen, since a launcher distrun does not know may have set them.
+void WarnIfPmiUnclaimed(const Environment& env, const ExplicitTopology& ex, Topology& t) {
+  if (ex.method != "auto" || t.method != "local") return;
+  std::string seen;
+  for (const char* name : {"PMI_RANK", "PMI_SIZE"}) {
+    if (const std::string* v = env.Get(name)) seen += (seen.empty() ? "" : " and ") + std::string(name) + "=" + *v;
+  }
+  if (seen.empty()) return;
+  const Detector* pmi = FindDetector("pmi");
+  t.warnings.push_back(seen + (seen.find(" and ") != std::string::npos ? " are" : " is") +
+                       " set but no launcher distrun knows claims them (the pmi method also needs " +
+                       JoinNames(pmi->missing(env), ", ") +
+                       "), so distrun runs on this node alone; under an MPI launcher use "
+                       "--cluster-detection-method mpi, or unset them if another job left them");
+}
+
 bool IsLoopbackName(std::string_view host) {
   std::string h(host);
   for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -162,9 +179,17 @@ Topology DetectTopology(const Environment& env, const ExplicitTopology& ex) {
   // distrun ask the launcher's MPI library: on one host the variables suffice, --detect stays fast, and
   // the workers keep their ranks' MPI identity, which the probe would use up. Every rank of such a job
   // takes this path, as MPI_Init needs.
-  if (t.coordinator_host.empty() && !ex.coordinator_address) CompleteWithMpiProbe(env, t);
+  if (t.coordinator_host.empty() && !ex.coordinator_address) {
+    try {
+      CompleteWithMpiProbe(env, t);
+    } catch (const UsageError& e) {
+      t.coordinator_problem = e.what();
+      t.warnings.push_back(t.coordinator_problem);
+    }
+  }
 
   WarnIfSlurmBatchStep(env, t);
+  WarnIfPmiUnclaimed(env, ex, t);
 
   // A variable that narrows this process's devices wins over what the detector inferred (for example
   // SLURM_STEP_GPUS), because it is what CUDA inside the workers will see.

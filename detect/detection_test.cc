@@ -440,7 +440,9 @@ Environment OmpiAcrossHosts() {
 }
 
 TEST(Detection, UnknownCoordinatorHostAsksForAnAddress) {
-  std::string message = ErrorOf([] { DetectTopology(OmpiAcrossHosts(), ExplicitTopology{}); });
+  Topology t = DetectTopology(OmpiAcrossHosts(), ExplicitTopology{});
+  const std::string& message = t.coordinator_problem;
+  EXPECT_TRUE(std::find(t.warnings.begin(), t.warnings.end(), message) != t.warnings.end());
   EXPECT_TRUE(Contains(message, "--coordinator-address")) << message;
   EXPECT_TRUE(Contains(message, "DISTRUN_COORDINATOR_ADDRESS")) << message;
   EXPECT_TRUE(Contains(message, "ompi")) << message;
@@ -462,6 +464,33 @@ TEST(Detection, ExplicitAddressFillsTheUnknownCoordinatorHost) {
   EXPECT_EQ(t.task_id, 6);
   EXPECT_EQ(t.num_tasks, 8);
   EXPECT_EQ(t.local_task, 1);
+}
+
+TEST(Detection, UnclaimedPmiVariablesWarn) {
+  Topology t = DetectTopology(Env({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}}), ExplicitTopology{});
+  EXPECT_EQ(t.method, "local");
+  ASSERT_EQ(t.warnings.size(), 1u);
+  const std::string& w = t.warnings[0];
+  EXPECT_TRUE(Contains(w, "PMI_RANK=2 and PMI_SIZE=4 are set but no launcher distrun knows claims them")) << w;
+  EXPECT_TRUE(Contains(w, "MPI_LOCALRANKID")) << w;
+  EXPECT_TRUE(Contains(w, "--cluster-detection-method mpi")) << w;
+  EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+
+  Topology one = DetectTopology(Env({{"PMI_SIZE", "4"}}), ExplicitTopology{});
+  ASSERT_EQ(one.warnings.size(), 1u);
+  EXPECT_TRUE(Contains(one.warnings[0], "PMI_SIZE=4 is set but")) << one.warnings[0];
+}
+
+TEST(Detection, ClaimedOrChosenPmiVariablesDoNotWarn) {
+  // MPICH's Hydra claims them.
+  Topology hydra = DetectTopology(
+      Env({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "2"}}),
+      ExplicitTopology{});
+  EXPECT_EQ(hydra.method, "pmi");
+  EXPECT_TRUE(hydra.warnings.empty());
+  // The user chose the method.
+  Topology local = DetectTopology(Env({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}}), Method("local"));
+  EXPECT_TRUE(local.warnings.empty());
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace distrun {
 
 // `t` came from a launcher's variables that leave the coordinator host unknown (MPI ranks on several
 // hosts): fills it, the nodes, the hosts, the ports and the token from the probe, keeping the method and the
-// launcher's job id. Throws UsageError naming --coordinator-address when the probe has no answer.
+// launcher's job id. Throws UsageError naming --coordinator-address when the probe has no answer or a
+// different one (DetectTopology keeps that message as Topology::coordinator_problem).
 void CompleteWithMpiProbe(const Environment& env, Topology& t);
 
 }  // namespace distrun

@@ -16,6 +16,7 @@
 namespace distrun {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -321,22 +322,35 @@ TEST(MpiFallback, NotForOtherLaunchersOrNone) {
   EXPECT_THAT(calls->libraries, IsEmpty());
 }
 
-TEST(MpiFallback, FailureNamesBothFixes) {
+// A failed fallback is no detection error: the topology keeps what the variables said, with the coordinator
+// unknown and the probe's problem as a warning; the launch stops with it (launcher/main.cc).
+TEST(MpiFallback, FailureKeepsTheVariablesAndNamesBothFixes) {
   auto calls = std::make_shared<ProbeCalls>();
   MpiProbeOutcome failed{std::nullopt, "no MPI library could be loaded: tried libmpi.so.40 (cannot open)"};
-  std::string message = ErrorOf(WithProbe(OmpiAcrossHosts(), failed, calls), ExplicitTopology{});
+  Topology t = DetectTopology(WithProbe(OmpiAcrossHosts(), failed, calls), ExplicitTopology{});
+  const std::string& message = t.coordinator_problem;
   EXPECT_THAT(message, HasSubstr("the ompi ranks span 2+ hosts"));
   EXPECT_THAT(message, HasSubstr("the MPI probe that would find it failed: no MPI library could be loaded"));
   EXPECT_THAT(message, HasSubstr("--coordinator-address HOST (or DISTRUN_COORDINATOR_ADDRESS)"));
   EXPECT_THAT(message, Not(HasSubstr("\n")));
+  EXPECT_THAT(t.warnings, Contains(message));
+  EXPECT_EQ(t.method, "ompi");
+  EXPECT_EQ(t.coordinator_host, "");
+  EXPECT_EQ(t.launch_mode, LaunchMode::kPerTask);
+  EXPECT_EQ(t.num_tasks, 8);
+  EXPECT_EQ(t.task_id, 5);
+  EXPECT_EQ(t.local_task, 1);
 }
 
 TEST(MpiFallback, AForeignLibraryIsRefused) {
   auto calls = std::make_shared<ProbeCalls>();
   MpiProbeResult other = RankFiveOfEight();
   other.rank = 3;
-  std::string message = ErrorOf(WithProbe(OmpiAcrossHosts(), {other, ""}, calls), ExplicitTopology{});
-  EXPECT_THAT(message, HasSubstr("says this is rank 3 of 8 but the ompi launcher's variables say 5 of 8"));
+  Topology t = DetectTopology(WithProbe(OmpiAcrossHosts(), {other, ""}, calls), ExplicitTopology{});
+  EXPECT_THAT(t.coordinator_problem,
+              HasSubstr("says this is rank 3 of 8 but the ompi launcher's variables say 5 of 8"));
+  EXPECT_EQ(t.coordinator_host, "");
+  EXPECT_EQ(t.task_id, 5);
 }
 
 }  // namespace

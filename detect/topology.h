@@ -21,6 +21,9 @@ struct Topology {
   // empty when the method gives no job identity to derive one from; the plan then picks one.
   std::string coordinator_host;
   std::optional<int> coordinator_port;
+  // Why coordinator_host is empty when the launcher's variables left it to the MPI probe and the probe had no
+  // usable answer: --detect still shows what the variables said, and a launch stops with this message.
+  std::string coordinator_problem;
 
   LaunchMode launch_mode = LaunchMode::kPerNode;  // the mode the launcher's layout implies
   int num_nodes = 1;

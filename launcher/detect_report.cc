@@ -74,7 +74,7 @@ std::string TextReport(const Plan& plan) {
     out += label + std::string(label.size() < 18 ? 18 - label.size() : 1, ' ') + value + "\n";
   };
   line("method", t.method + " (" + LaunchModeName(plan.layout.mode) + ")");
-  line("coordinator", a.coordinator_address);
+  line("coordinator", a.coordinator_address.empty() ? "unknown (see the warning)" : a.coordinator_address);
   line("processes", std::to_string(a.num_processes) + " in the job, " +
                         std::to_string(plan.layout.local_workers) + " started here");
   line("nodes", std::to_string(a.num_nodes) + ", this is node " + std::to_string(a.node_rank));
@@ -182,7 +182,7 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
   ReportMap m = {
       {"method", t.method},
       {"launch_mode", LaunchModeName(plan.layout.mode)},
-      {"coordinator_address", a.coordinator_address},
+      {"coordinator_address", OrNull(a.coordinator_address)},
       {"num_processes", a.num_processes},
       {"num_nodes", a.num_nodes},
       {"node_rank", a.node_rank},

@@ -84,6 +84,10 @@ int Run(int argc, const char* const* argv) {
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
   Topology topology = DetectTopology(env, options.topology);
+  // --detect shows what the launcher's variables said; a job cannot start without its coordinator.
+  if (cl.action == Action::kLaunch && !topology.coordinator_problem.empty()) {
+    throw UsageError(topology.coordinator_problem);
+  }
   LocalLayout layout = ComputeLocalLayout(topology, options, env);
   JobAssignment assignment = ProvisionalAssignment(topology, layout, options);
   Plan plan = MakePlan(topology, layout, assignment, options, env);

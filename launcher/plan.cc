@@ -222,7 +222,8 @@ JobAssignment ProvisionalAssignment(const Topology& t, const LocalLayout& layout
   // Process 0 runs on the node that hosts the coordinator unless rendezvous learns otherwise.
   a.process0_host = t.coordinator_host;
   int port = t.coordinator_port ? *t.coordinator_port : PickFreePort();
-  a.coordinator_address = FormatHostPort(t.coordinator_host, port);
+  // An unknown host (Topology::coordinator_problem) leaves the address empty: --detect shows it as unknown.
+  if (!t.coordinator_host.empty()) a.coordinator_address = FormatHostPort(t.coordinator_host, port);
   // Ports one choice gave every process (the MPI probe) keep the job's workers on the same ones.
   a.master_port = t.master_port ? *t.master_port : PickFreePort();
   a.jax_port = o.jax_coordinator_port ? *o.jax_coordinator_port : t.jax_port ? *t.jax_port : PickFreePort();
@@ -245,7 +246,8 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
                                           ? "CUDA_VISIBLE_DEVICES"
                                           : t.device_variable;
   const std::string jax_host = o.jax_coordinator_host.value_or(a.process0_host);
-  const std::string jax_address = a.jax_port ? FormatHostPort(jax_host, *a.jax_port) : jax_host;
+  const std::string jax_address =
+      jax_host.empty() || !a.jax_port ? jax_host : FormatHostPort(jax_host, *a.jax_port);
   const std::string nproc = std::to_string(layout.local_workers);
 
   for (int i = 0; i < layout.local_workers; ++i) {
@@ -270,6 +272,11 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
     auto set = [&w](std::string name, std::string value) {
       w.env.emplace_back(std::move(name), std::move(value));
     };
+    // An address is left out while its host is unknown (Topology::coordinator_problem; only --detect gets
+    // that far).
+    auto set_address = [&set](std::string name, std::string value) {
+      if (!value.empty()) set(std::move(name), std::move(value));
+    };
     const std::string rank = std::to_string(w.process_id);
     const std::string world = std::to_string(a.num_processes);
     if (o.export_distrun) {
@@ -280,7 +287,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("DISTRUN_NODE_RANK", std::to_string(a.node_rank));
       set("DISTRUN_NUM_NODES", std::to_string(a.num_nodes));
       set("DISTRUN_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
-      set("DISTRUN_COORDINATOR_ADDRESS", a.coordinator_address);
+      set_address("DISTRUN_COORDINATOR_ADDRESS", a.coordinator_address);
       set("DISTRUN_RUN_ID", a.run_id);
       set("DISTRUN_RESTART_COUNT", std::to_string(a.restart_count));
       set("DISTRUN_CLUSTER", t.method);
@@ -295,7 +302,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("ROLE_RANK", rank);
       set("ROLE_WORLD_SIZE", world);
       set("ROLE_NAME", "default");
-      set("MASTER_ADDR", a.process0_host);
+      set_address("MASTER_ADDR", a.process0_host);
       if (a.master_port) set("MASTER_PORT", std::to_string(*a.master_port));
       set("TORCHELASTIC_RUN_ID", a.run_id);
       set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
@@ -304,13 +311,13 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       if (!env.Has("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", "1");
     }
     if (o.export_jax) {
-      set("JAX_COORDINATOR_ADDRESS", jax_address);
+      set_address("JAX_COORDINATOR_ADDRESS", jax_address);
       if (!o.device_binding && !w.local_device_ids.empty()) {
         set("JAX_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
       }
     }
     if (o.export_keras) {
-      set("KERAS_DISTRIBUTION_JOB_ADDRESSES", jax_address);
+      set_address("KERAS_DISTRIBUTION_JOB_ADDRESSES", jax_address);
       set("KERAS_DISTRIBUTION_NUM_PROCESSES", world);
       set("KERAS_DISTRIBUTION_PROCESS_ID", rank);
     }

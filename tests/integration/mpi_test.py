@@ -209,18 +209,34 @@ class SeveralHosts(MpiCase):
     def test_torch_across_hosts_under_open_mpi(self):
         self.torch_all_reduce(OPEN_MPI, 4, hosts=self.hosts())
 
+    def assert_names_both_fixes(self, line):
+        self.assertIn("the pmi ranks span 2+ hosts", line)
+        self.assertIn("/nonexistent/libmpi.so.12 (cannot open shared object file", line)
+        self.assertIn("--coordinator-address HOST", line)
+
     def test_fallback_without_mpi_names_both_fixes(self):
-        out_dir = self.path("out")
-        os.makedirs(out_dir)
-        rc, out, err = self.launch([*self.launcher(MPICH, 4, self.hosts()), DISTRUN, "--detect"],
+        # A launch cannot go on without the coordinator: every rank stops with the one-line error.
+        rc, out, err = self.launch([*self.launcher(MPICH, 4, self.hosts()), DISTRUN, "--", "true"],
                                    DISTRUN_MPI_LIBRARY="/nonexistent/libmpi.so.12")
         self.assertNotEqual(rc, 0)
         errors = [line for line in err.splitlines() if line.startswith("distrun: error:")]
         self.assertEqual(len(errors), 4, err)
         for line in errors:
-            self.assertIn("the pmi ranks span 2+ hosts", line)
-            self.assertIn("/nonexistent/libmpi.so.12 (cannot open shared object file", line)
-            self.assertIn("--coordinator-address HOST", line)
+            self.assert_names_both_fixes(line)
+
+    def test_detect_without_mpi_still_says_what_the_variables_say(self):
+        docs = self.detect_each_rank(MPICH, 4, hosts=self.hosts(), DISTRUN_MPI_LIBRARY="/nonexistent/libmpi.so.12")
+        for rank, doc in enumerate(docs):
+            self.assertEqual((doc["method"], doc["launch_mode"]), ("pmi", "per-task"))
+            self.assertEqual((doc["process_id"], doc["num_processes"]), (rank, 4))
+            self.assertEqual(doc["local_rank"], rank % 2)
+            self.assertIsNone(doc["coordinator_address"])
+            # The probe's problem, beside the guess that the probe would have replaced.
+            self.assertIn("node count 2 is inferred from PMI_SIZE=4", doc["warnings"][0])
+            self.assertEqual(len(doc["warnings"]), 2, doc["warnings"])
+            self.assert_names_both_fixes(doc["warnings"][1])
+            self.assertNotIn("MASTER_ADDR", doc["workers"][0]["env"])
+            self.assertEqual(doc["workers"][0]["env"]["RANK"], str(rank))
 
 
 class ProbeErrors(MpiCase):
