@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
+
 #include "detect/errors.h"
 
 namespace distrun {
@@ -10,12 +12,21 @@ namespace {
 constexpr const char* kUsage =
     "distrun: launch and supervise distributed GPU jobs on Slurm, MPI, TPU, Kubernetes or one machine.\n\n"
     "Usage:\n"
-    "  distrun [OPTIONS] -- COMMAND [ARGS...]    spawn workers for COMMAND and supervise them\n"
-    "  distrun --detect [--format FORMAT]        print the detected topology and the per-worker plan\n"
-    "  distrun --dry-run [OPTIONS] -- COMMAND     print the plan for COMMAND and exit\n\n"
+    "  distrun [OPTIONS] -- COMMAND [ARGS...]      spawn workers for COMMAND and supervise them\n"
+    "  distrun --detect [--format FORMAT]          print the detected topology and the per-worker plan\n"
+    "  distrun --dry-run [OPTIONS] -- COMMAND      print the plan for COMMAND and exit\n"
+    "  distrun kv VERB ARGS...                     the job's key-value store, from a worker (set, get, ls, ...)\n"
+    "  distrun barrier NAME [--timeout S]          wait until every worker of the job reaches barrier NAME\n"
+    "  distrun check [OPTIONS] [-- CHECK-OPTIONS]  NCCL all-reduce bandwidth over the GPUs\n\n"
     "Every option can also be set as an environment variable DISTRUN_<NAME> (dashes become underscores)\n"
     "or as a key <name> (underscores) in the config file; a flag wins over the variable, the variable over\n"
     "the file. Exit codes: 0 success, 2 usage or configuration error, else the failing worker's code.";
+
+// The usage lines are part of the description above; CLI11's own one-line "Usage:" would be a second.
+class Formatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App*, std::string) const override { return ""; }
+};
 
 struct Parser {
   CLI::App app{kUsage, "distrun"};
@@ -46,7 +57,9 @@ struct Parser {
                          ->type_name(spec.value_name)
                          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast));
     }
-    app.get_formatter()->column_width(34);
+    auto formatter = std::make_shared<Formatter>();
+    formatter->column_width(34);
+    app.formatter(formatter);
   }
 };
 

@@ -189,6 +189,16 @@ TEST(CommandLine, HelpTextListsEveryOptionWithItsVariableAndKey) {
   EXPECT_TRUE(Contains(help, "Exit codes"));
 }
 
+TEST(CommandLine, HelpHasOneUsageSectionNamingEveryVerb) {
+  std::string help = HelpText();
+  size_t first = help.find("Usage:");
+  ASSERT_NE(first, std::string::npos) << help;
+  EXPECT_EQ(help.find("Usage:", first + 1), std::string::npos) << help;
+  for (const char* verb : {"distrun kv ", "distrun barrier ", "distrun check "}) {
+    EXPECT_TRUE(Contains(help, verb)) << verb;
+  }
+}
+
 TEST(CommandLine, HelpTextMatchesTheParsedHelp) { EXPECT_EQ(Parse({"--help"}).help_text, HelpText()); }
 
 // A command given without "--" that has its own "--" (python's argparse, torchrun, `bash -c ... -- args`)
