@@ -71,7 +71,14 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
       // runs the children meanwhile (8 workers on 2 CPUs: 2 threads gave 0.97-1.01 of mpiexec, 4 gave
       // 0.97-0.98).
       spawner_(static_cast<size_t>(std::clamp(2 * env_.cpu_count, 1, 8))),
-      buffer_(kReadChunk) {}
+      buffer_(kReadChunk) {
+  if (options_.export_torch) {
+    std::optional<std::filesystem::path> log_dir;
+    if (options_.log_dir) log_dir = *options_.log_dir;
+    error_files_.emplace(log_dir, env_.GetOr("TMPDIR", "/tmp"));
+    if (!error_files_->problem().empty()) log_->warn("{}", error_files_->problem());
+  }
+}
 
 Supervisor::~Supervisor() {
   KillEverything();
@@ -160,6 +167,9 @@ std::vector<std::string> Supervisor::WorkerEnvironment(const WorkerPlan& plan) c
   if (link_ && options_.export_distrun) {
     for (const auto& [name, value] : link_->WorkerSecrets()) vars[name] = value;
   }
+  if (error_files_ && error_files_->enabled()) {
+    vars[std::string(kTorchErrorFileVariable)] = error_files_->PathFor(plan.process_id).string();
+  }
   std::vector<std::string> out;
   out.reserve(vars.size());
   for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
@@ -185,6 +195,7 @@ void Supervisor::StartWorkers() {
     Worker& w = workers_[i];
     w.plan = plan_.workers[i];
     output_.StartWorker(i, w.plan.process_id, w.plan.local_rank);
+    if (error_files_) error_files_->Clear(w.plan.process_id);
     SpawnSpec& spec = specs[i];
     spec.argv = options_.command;
     spec.env = WorkerEnvironment(w.plan);
@@ -730,9 +741,17 @@ void Supervisor::FinishRun() {
 
 void Supervisor::PrintFailureSummary() {
   const RootCause& rc = *root_cause_;
-  std::vector<std::string> tail = output_.StderrTail(rc.slot);
   std::string text = fmt::format("rank {} failed first (local rank {}, host {}, pid {}): {}", rc.rank,
                                  rc.local_rank, env_.hostname, rc.pid, DescribeWaitStatus(rc.wait_status));
+  std::string problem;
+  std::optional<TorchError> error = error_files_ ? error_files_->Read(rc.rank, &problem) : std::nullopt;
+  if (!problem.empty()) log_->warn("{}", problem);
+  if (error) {
+    text += FormatTorchError(rc.rank, *error);
+    log_->error("{}", text);
+    return;
+  }
+  std::vector<std::string> tail = output_.StderrTail(rc.slot);
   if (tail.empty()) {
     text += fmt::format("\n  rank {} wrote nothing to stderr", rc.rank);
   } else {

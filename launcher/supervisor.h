@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "detect/environment.h"
+#include "launcher/error_files.h"
 #include "launcher/job_link.h"
 #include "launcher/options.h"
 #include "launcher/output.h"
@@ -147,6 +148,7 @@ class Supervisor {
   bool root_cause_here_ = true;          // this node's failure was the job's first
   bool local_done_ = false;              // every process this node started in this round is gone
   Output output_;
+  std::optional<ErrorFiles> error_files_;  // with the torch family of variables (after output_: --log-dir)
   // Declared before the workers: its threads end (and so fire their children's parent-death signal) only
   // after the workers are gone.
   Spawner spawner_;
