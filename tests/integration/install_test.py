@@ -1,5 +1,6 @@
 """`cmake --install` into a scratch prefix gives a usable distrun: the program, its man page and completion,
-and the client library that examples/cpp builds against with find_package(distrun) and with pkg-config."""
+the client library that examples/cpp builds against with find_package(distrun) and with pkg-config, and the
+Python module that loads it."""
 import os
 import re
 import shutil
@@ -11,6 +12,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from distrun_harness import DISTRUN  # noqa: E402
+from python_workers import python_command  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.dirname(DISTRUN)
@@ -192,6 +194,35 @@ class Install(unittest.TestCase):
             *cflags, *libs])
         self.assertFalse(any("distrun" in d for d in needed(exe)))
         self.run_example(exe)
+
+    def python_site(self):
+        """Where the module goes under a prefix other than /usr (cmake/python.cmake)."""
+        version = cache_value("DISTRUN_PYTHON_VERSION")
+        return self.path("lib", f"python{version}" if version else "python3", "dist-packages")
+
+    def test_python_module_is_installed_and_loads_the_installed_library(self):
+        site = self.python_site()
+        self.assertTrue(os.path.isfile(os.path.join(site, "distrun", "__init__.py")), site)
+        self.assertFalse(os.path.exists(os.path.join(site, "distrun", "__pycache__")))
+        # Neither DISTRUN_CLIENT_LIBRARY nor the loader's path: the module names the library installed with it.
+        r = sh([*python_command(), "-c", "import distrun; print(distrun.__file__); print(distrun.library_path())"],
+               env={"PYTHONPATH": site, "PYTHONDONTWRITEBYTECODE": "1"}, cwd=self.tmp)
+        module, library = r.stdout.split()
+        self.assertEqual(module, os.path.join(site, "distrun", "__init__.py"))
+        self.assertEqual(library, self.path("lib", "libdistrun_client.so.0"))
+
+    def test_python_module_runs_under_the_installed_distrun_with_two_workers(self):
+        script = os.path.join(self.tmp, "kv_worker.py")
+        with open(script, "w") as f:
+            f.write("import distrun\n"
+                    "r = distrun.rank()\n"
+                    "distrun.set(f'worker/{r}', f'rank{r}')\n"
+                    "distrun.barrier('both', timeout=60)\n"
+                    "print(r, distrun.get(f'worker/{1 - r}', text=True), distrun.library_path())\n")
+        r = sh([self.path("bin/distrun"), "--nproc-per-node", "2", "--tag-output", "off", "--", *python_command(),
+                script], env={"PYTHONPATH": self.python_site(), "PYTHONDONTWRITEBYTECODE": "1"}, cwd=self.tmp)
+        library = self.path("lib", "libdistrun_client.so.0")
+        self.assertEqual(sorted(r.stdout.splitlines()), [f"0 rank1 {library}", f"1 rank0 {library}"], r.stderr)
 
     def test_header_is_c(self):
         # The API is for every language; a C compiler takes the header and links the library.

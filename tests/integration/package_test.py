@@ -1,4 +1,4 @@
-"""CPack's Debian packages: distrun (program, man page, completion, shared client library) depends on
+"""CPack's Debian packages: distrun (program, man page, completion, shared client library, Python module) depends on
 exactly the Debian packages that hold the libraries its ELF files load; distrun-dev holds what programs
 build against. The packages are unpacked into a scratch root and used from there."""
 import os
@@ -138,6 +138,18 @@ class DebianPackages(unittest.TestCase):
         # The library's shlibs entry lets packages built against it depend on this one.
         shlibs = sh(["dpkg-deb", "--info", self.main, "shlibs"]).stdout
         self.assertRegex(shlibs, r"^libdistrun_client \d+ distrun \(>= " + re.escape(project_version()) + r"\)")
+
+    def test_main_package_has_the_python_module_naming_the_packaged_library(self):
+        paths = contents(self.main)
+        site = "/usr/lib/python3/dist-packages"
+        self.assertIn(site + "/distrun/__init__.py", paths)
+        self.assertFalse([p for p in paths if "__pycache__" in p or p.endswith(".pyc")], paths)
+        # The library it names is the package's, at its place once installed.
+        r = sh(["/usr/bin/python3", "-B", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                "from distrun import _install; print(_install.LIBRARY)", os.path.join(self.root, site.lstrip("/"))])
+        library = r.stdout.strip()
+        self.assertRegex(library, r"^/usr/lib/libdistrun_client\.so\.\d+$")
+        self.assertIn(library, paths)
 
     def test_main_package_depends_on_the_packages_of_the_libraries_it_loads(self):
         deps = depends(self.main)
