@@ -192,9 +192,15 @@ std::optional<JobEvent> Agent::WaitForEvent(std::chrono::milliseconds timeout) {
 
 void Agent::HeartbeatLoop() {
   std::unique_lock lock(mu_);
+  auto last_wake = std::chrono::steady_clock::now();
   while (!cv_.wait_for(lock, config_.heartbeat_interval, [this] { return closing_; })) {
     if (ended_) continue;
     auto now = std::chrono::steady_clock::now();
+    // This loop itself did not run for a whole timeout: this process was frozen (SIGSTOP, a stalled VM),
+    // not the coordinator. Ask again before concluding anything: a coordinator that went on without this
+    // node answers that it is fenced.
+    if (last_answer_ && now - last_wake > config_.heartbeat_timeout) last_answer_ = now;
+    last_wake = now;
     std::optional<std::string> lost;
     if (last_answer_ && now - *last_answer_ > config_.heartbeat_timeout) {
       lost = "no answer for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";

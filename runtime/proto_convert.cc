@@ -108,6 +108,7 @@ void ToProto(const NodeAssignment& in, v1::Assignment* out) {
   out->set_jax_port(in.jax_port);
   out->set_run_id(in.run_id);
   out->set_restart_round(in.restart_round);
+  out->set_spare(in.spare);
 }
 
 NodeAssignment FromProto(const v1::Assignment& in) {
@@ -121,6 +122,7 @@ NodeAssignment FromProto(const v1::Assignment& in) {
   a.jax_port = in.jax_port();
   a.run_id = in.run_id();
   a.restart_round = in.restart_round();
+  a.spare = in.spare();
   return a;
 }
 
@@ -147,6 +149,7 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
       break;
     case JobEvent::Kind::kRestart:
       out->mutable_restart()->set_restart_round(in.restart_round);
+      out->mutable_restart()->set_node_lost(in.node_lost);
       ToProto(in.root_cause, out->mutable_restart()->mutable_root_cause());
       break;
     case JobEvent::Kind::kComplete:
@@ -174,6 +177,7 @@ JobEvent FromProto(const v1::JobEvent& in) {
     case v1::JobEvent::kRestart:
       e.kind = JobEvent::Kind::kRestart;
       e.restart_round = in.restart().restart_round();
+      e.node_lost = in.restart().node_lost();
       e.root_cause = FromProto(in.restart().root_cause());
       break;
     case v1::JobEvent::kComplete:

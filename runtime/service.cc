@@ -36,13 +36,23 @@ std::optional<int64_t> ParseInt64(const std::string& text) {
   return value;
 }
 
+const ServiceConfig& Checked(const ServiceConfig& config) {
+  if (config.num_nodes < 1 || config.num_nodes > kMaxNodes) {
+    throw std::invalid_argument("the coordination service needs 1 to " + std::to_string(kMaxNodes) +
+                                " nodes, not " + std::to_string(config.num_nodes));
+  }
+  return config;
+}
+
+// Without a range every started node is needed: the first loss leaves too few.
+ElasticRange RangeOf(const ServiceConfig& config) {
+  return config.elastic.value_or(ElasticRange{config.num_nodes, config.num_nodes, ElasticPolicy::kResize});
+}
+
 }  // namespace
 
-CoordinationService::CoordinationService(ServiceConfig config) : config_(std::move(config)) {
-  if (config_.num_nodes < 1 || config_.num_nodes > kMaxNodes) {
-    throw std::invalid_argument("the coordination service needs 1 to " + std::to_string(kMaxNodes) +
-                                " nodes, not " + std::to_string(config_.num_nodes));
-  }
+CoordinationService::CoordinationService(ServiceConfig config)
+    : config_(Checked(config)), membership_(config_.num_nodes, RangeOf(config_)) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   nodes_.resize(static_cast<size_t>(config_.num_nodes));
   round_deadline_ = Now() + config_.initialization_timeout;
@@ -56,6 +66,7 @@ std::string CoordinationService::HostOf(int node_rank) const {
   if (node_rank < 0 || node_rank >= config_.num_nodes) return {};
   const NodeState& node = nodes_[static_cast<size_t>(node_rank)];
   if (node.join) return node.join->host;
+  if (!node.host.empty()) return node.host;
   if (static_cast<size_t>(node_rank) < config_.expected_hosts.size()) {
     return config_.expected_hosts[static_cast<size_t>(node_rank)];
   }
@@ -76,10 +87,11 @@ std::string CoordinationService::WorkerName(int process_id) const {
                              [](int id, const NodeAssignment& a) { return id < a.rank_offset; });
   while (it != assignments_.begin()) {
     --it;
-    const NodeState& node = nodes_[static_cast<size_t>(it->node_rank)];
+    const int agent = membership_.agent_in_seat(it->node_rank);
+    const NodeState& node = nodes_[static_cast<size_t>(agent)];
     int workers = node.join ? node.join->local_workers : 0;
     if (workers == 0) continue;
-    if (process_id < it->rank_offset + workers) return name + " on " + NodeName(it->node_rank);
+    if (process_id < it->rank_offset + workers) return name + " on " + NodeName(agent);
     break;
   }
   return name;
@@ -93,7 +105,7 @@ void CoordinationService::SetHeartbeatDeadline(NodeState& node) {
 std::string CoordinationService::MissingNodes() const {
   std::vector<std::string> missing;
   for (int i = 0; i < config_.num_nodes; ++i) {
-    if (!nodes_[static_cast<size_t>(i)].join) missing.push_back(NodeName(i));
+    if (!nodes_[static_cast<size_t>(i)].join && !membership_.lost(i)) missing.push_back(NodeName(i));
   }
   return JoinNames(missing);
 }
@@ -106,7 +118,7 @@ size_t CoordinationService::AttachedAgents() const {
 std::string CoordinationService::RendezvousProgress() const {
   std::lock_guard lock(mu_);
   if (state_ != JobState::kRendezvous) return {};
-  return "waiting for " + std::to_string(joined_) + " of " + std::to_string(config_.num_nodes) +
+  return "waiting for " + std::to_string(joined_) + " of " + std::to_string(membership_.live()) +
          " nodes; missing: " + MissingNodes();
 }
 
@@ -141,6 +153,8 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     } else if (!config_.run_id.empty() && !join.run_id.empty() && join.run_id != config_.run_id) {
       fail(StatusCode::kInvalidArgument,
            who + " belongs to run '" + join.run_id + "', but this job is run '" + config_.run_id + "'");
+    } else if (membership_.lost(join.node_rank)) {
+      fail(StatusCode::kAborted, FencedEvent(join.node_rank).root_cause.description);
     } else if (state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
       fail(StatusCode::kAborted,
            who + " joined after the job ended" +
@@ -160,10 +174,11 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
                                              "same node rank?");
       } else {
         node.join = join;
+        node.host = join.host;
         node.join_done = std::move(done);
         if (!node.stream) SetHeartbeatDeadline(node);
         // Counted, not scanned: a scan per join is quadratic in the node count.
-        if (++joined_ == config_.num_nodes) CompleteRendezvous(completions);
+        if (++joined_ == membership_.live()) CompleteRendezvous(completions);
       }
     }
   }
@@ -171,9 +186,12 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
 }
 
 void CoordinationService::CompleteRendezvous(Completions& completions) {
+  // The epoch's world in seat order; spares (and lost nodes) hold no seat.
+  const int world = membership_.world_nodes();
   int64_t offset = 0;
   std::string process0_host;
-  for (const NodeState& n : nodes_) {
+  for (int seat = 0; seat < world; ++seat) {
+    const NodeState& n = nodes_[static_cast<size_t>(membership_.agent_in_seat(seat))];
     if (process0_host.empty() && n.join->local_workers > 0) process0_host = n.join->host;
     offset += n.join->local_workers;
   }
@@ -181,29 +199,39 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     FailRendezvous({StatusCode::kInvalidArgument, "the job has more than 2^31 workers"}, completions);
     return;
   }
+  const int num_processes = static_cast<int>(offset);
+  // Node 0 hosts the service, so it is in every epoch: its ports are the job's.
   const NodeJoin& first = *nodes_.front().join;
+  NodeAssignment common;
+  common.num_processes = num_processes;
+  common.num_nodes = world;
+  common.process0_host = process0_host.empty() ? first.host : process0_host;
+  common.master_port = first.proposed_master_port;
+  common.jax_port = first.proposed_jax_port;
+  common.run_id = config_.run_id.empty() ? first.run_id : config_.run_id;
+  common.restart_round = round_;
   assignments_.clear();
   offset = 0;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    NodeState& n = nodes_[i];
-    NodeAssignment a;
+  for (int seat = 0; seat < world; ++seat) {
+    NodeAssignment a = common;
     a.rank_offset = static_cast<int>(offset);
-    offset += n.join->local_workers;
-    a.num_nodes = config_.num_nodes;
-    a.node_rank = static_cast<int>(i);
-    a.process0_host = process0_host.empty() ? first.host : process0_host;
-    a.master_port = first.proposed_master_port;
-    a.jax_port = first.proposed_jax_port;
-    a.run_id = config_.run_id.empty() ? first.run_id : config_.run_id;
-    a.restart_round = round_;
+    a.node_rank = seat;
+    offset += nodes_[static_cast<size_t>(membership_.agent_in_seat(seat))].join->local_workers;
     assignments_.push_back(a);
   }
-  for (auto& a : assignments_) a.num_processes = static_cast<int>(offset);
   state_ = JobState::kRunning;
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    completions.push_back(
-        [done = std::move(nodes_[i].join_done), a = assignments_[i]] { done(Status::Ok(), a); });
-    nodes_[i].join_done = nullptr;
+  for (int agent = 0; agent < config_.num_nodes; ++agent) {
+    NodeState& n = nodes_[static_cast<size_t>(agent)];
+    if (!n.join_done) continue;
+    NodeAssignment a = common;
+    if (std::optional<int> seat = membership_.seat(agent)) {
+      a = assignments_[static_cast<size_t>(*seat)];
+    } else {
+      a.node_rank = -1;
+      a.spare = true;
+    }
+    completions.push_back([done = std::move(n.join_done), a] { done(Status::Ok(), a); });
+    n.join_done = nullptr;
   }
 }
 
@@ -237,7 +265,9 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   node.stream = id;
   SetHeartbeatDeadline(node);
   streams_[id] = node_rank;
-  if (final_event_) {
+  if (membership_.lost(node_rank)) {
+    sink(FencedEvent(node_rank));  // it may have been away (frozen, partitioned) while the job went on
+  } else if (final_event_) {
     sink(*final_event_);
   } else if (restart_event_ && state_ == JobState::kRendezvous && !node.join) {
     // A node may join before its stream is attached (an agent sends both at once): one that missed the
@@ -253,6 +283,10 @@ void CoordinationService::Heartbeat(uint64_t stream_id) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
+  if (membership_.lost(it->second)) {
+    sinks_[stream_id](FencedEvent(it->second));
+    return;
+  }
   // Later than the deadline it replaces, so the earliest deadline stays a lower bound.
   nodes_[static_cast<size_t>(it->second)].heartbeat_deadline = Now() + config_.heartbeat_timeout;
   sinks_[stream_id](JobEvent{});
@@ -275,6 +309,22 @@ void CoordinationService::DetachAgent(uint64_t stream_id) {
   Run(completions);
 }
 
+JobEvent CoordinationService::FencedEvent(int node_rank) const {
+  JobEvent event;
+  event.kind = JobEvent::Kind::kStop;
+  event.exit_code = kFencedExitCode;
+  event.root_cause.node_rank = node_rank;
+  event.root_cause.host = HostOf(node_rank);
+  event.root_cause.exit_code = kFencedExitCode;
+  int epoch = 0;
+  for (auto [lost, in_epoch] : losses_) {
+    if (lost == node_rank) epoch = in_epoch;
+  }
+  event.root_cause.description = "fenced: lost in epoch " + std::to_string(epoch) +
+                                 ", and the job went on without it (now epoch " + std::to_string(round_) + ")";
+  return event;
+}
+
 void CoordinationService::LoseNode(int node_rank, const std::string& why, Completions& completions) {
   if (shut_down_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) return;
   FailedWorker f;
@@ -282,47 +332,100 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   f.host = HostOf(node_rank);
   f.exit_code = kLostAgentExitCode;
   f.description = "node lost: " + why;
-  // A lost node cannot take part in a restart: its distrun is gone or unreachable.
-  RecordFailure(f, /*allow_restart=*/false, completions);
+  if (node_rank == 0 && config_.elastic) {
+    // Node 0 hosts this service: an elastic job needs it as much as any other.
+    f.description += "; node 0 hosts the job's coordinator, so the job cannot go on without it";
+    StopJob(f, completions);
+    return;
+  }
+  const bool member = membership_.seat(node_rank).has_value();
+  const Membership::Loss loss = membership_.Lose(node_rank);
+  if (loss == Membership::Loss::kAlreadyLost) return;
+  losses_.emplace_back(node_rank, round_);
+  NodeState& node = nodes_[static_cast<size_t>(node_rank)];
+  node.heartbeat_deadline.reset();
+  // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (once the
+  // epoch it is left out of has begun, which the message names).
+  struct FenceOnReturn {
+    CoordinationService& service;
+    int node_rank;
+    ~FenceOnReturn() {
+      const NodeState& n = service.nodes_[static_cast<size_t>(node_rank)];
+      if (n.stream) service.sinks_[*n.stream](service.FencedEvent(node_rank));
+    }
+  } fence{*this, node_rank};
+  if (loss == Membership::Loss::kTooFew) {
+    if (config_.elastic) {
+      std::vector<std::string> lost;
+      for (auto [agent, epoch] : losses_) lost.push_back(NodeName(agent));
+      f.description += "; " + std::to_string(membership_.live()) + " node(s) left, fewer than the " +
+                       std::to_string(membership_.range().min_nodes) +
+                       " the job needs (--nnodes); lost: " + JoinNames(lost);
+    }
+    StopJob(f, completions);
+    return;
+  }
+  if (state_ == JobState::kRendezvous) {
+    // The epoch has not begun: it simply goes on without this node (its seat is given again).
+    if (node.join) {
+      node.join.reset();
+      if (node.join_done) {
+        completions.push_back([done = std::move(node.join_done), e = FencedEvent(node_rank)] {
+          done(Status{StatusCode::kAborted, e.root_cause.description}, {});
+        });
+        node.join_done = nullptr;
+      }
+      --joined_;
+    }
+    if (joined_ == membership_.live()) CompleteRendezvous(completions);
+    return;
+  }
+  if (loss == Membership::Loss::kSpare || !member) return;  // the world is as it was
+  JobEvent event;
+  event.kind = JobEvent::Kind::kRestart;
+  event.root_cause = f;
+  event.node_lost = true;
+  BeginEpoch(event, completions);
 }
 
 void CoordinationService::Broadcast(const JobEvent& event) {
-  for (auto& [id, sink] : sinks_) sink(event);
+  for (auto& [id, sink] : sinks_) {
+    if (!membership_.lost(streams_.at(id))) sink(event);
+  }
 }
 
-void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_restart,
-                                        Completions& completions) {
+void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
+  membership_.NextEpoch();
+  round_ = membership_.epoch();
+  event.restart_round = round_;
+  Status aborted{StatusCode::kAborted, "the job is restarting (round " + std::to_string(round_) + ") after " +
+                                           DescribeFailure(event.root_cause)};
+  FailRendezvous(aborted, completions);
+  FailAllWaits(aborted, completions);
+  // A new round starts from an empty store: keys of the failed round (an NCCL id) would mislead it.
+  store_.clear();
+  store_bytes_ = 0;
+  for (NodeState& n : nodes_) {
+    n.join.reset();
+    n.succeeded = false;
+  }
+  joined_ = 0;
+  succeeded_ = 0;
+  // Nodes that had succeeded are watched again: their deadlines count from now on.
+  earliest_heartbeat_deadline_ = Clock::time_point::min();
+  assignments_.clear();
+  state_ = JobState::kRendezvous;
+  round_deadline_ = Now() + config_.initialization_timeout;
+  restart_event_ = event;
+  Broadcast(event);
+}
+
+void CoordinationService::StopJob(const FailedWorker& failure, Completions& completions) {
   root_cause_ = failure;
   JobEvent event;
-  event.root_cause = failure;
-  if (allow_restart && round_ < config_.max_restarts) {
-    ++round_;
-    event.kind = JobEvent::Kind::kRestart;
-    event.restart_round = round_;
-    Status aborted{StatusCode::kAborted, "the job is restarting (round " + std::to_string(round_) +
-                                             ") after " + DescribeFailure(failure)};
-    FailRendezvous(aborted, completions);
-    FailAllWaits(aborted, completions);
-    // A new round starts from an empty store: keys of the failed round (an NCCL id) would mislead it.
-    store_.clear();
-    store_bytes_ = 0;
-    for (NodeState& n : nodes_) {
-      n.join.reset();
-      n.succeeded = false;
-    }
-    joined_ = 0;
-    succeeded_ = 0;
-    // Nodes that had succeeded are watched again: their deadlines count from now on.
-    earliest_heartbeat_deadline_ = Clock::time_point::min();
-    assignments_.clear();
-    state_ = JobState::kRendezvous;
-    round_deadline_ = Now() + config_.initialization_timeout;
-    restart_event_ = event;
-    Broadcast(event);
-    return;
-  }
   event.kind = JobEvent::Kind::kStop;
   event.exit_code = failure.exit_code;
+  event.root_cause = failure;
   state_ = JobState::kStopped;
   exit_code_ = failure.exit_code;
   final_event_ = event;
@@ -330,6 +433,20 @@ void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_
   FailRendezvous(aborted, completions);
   FailAllWaits(aborted, completions);
   Broadcast(event);
+}
+
+void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_restart,
+                                        Completions& completions) {
+  root_cause_ = failure;
+  if (allow_restart && restarts_ < config_.max_restarts) {
+    ++restarts_;
+    JobEvent event;
+    event.kind = JobEvent::Kind::kRestart;
+    event.root_cause = failure;
+    BeginEpoch(event, completions);
+    return;
+  }
+  StopJob(failure, completions);
 }
 
 Status CoordinationService::ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) {
@@ -342,8 +459,10 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
                                                 ", but the job has nodes 0 to " +
                                                 std::to_string(config_.num_nodes - 1)};
     }
-    // Reports of an earlier round, or after the end, are echoes of the root cause's teardown.
-    if (restart_round != round_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
+    // Reports of an earlier round, or after the end, are echoes of the root cause's teardown; a fenced
+    // node's are of a world that went on without it.
+    if (restart_round != round_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded ||
+        membership_.lost(failure.node_rank)) {
       return Status::Ok();
     }
     *root_cause = true;
@@ -361,12 +480,14 @@ Status CoordinationService::ReportSuccess(int node_rank, int restart_round) {
                                               std::to_string(config_.num_nodes - 1)};
   }
   if (restart_round != round_ || state_ != JobState::kRunning) return Status::Ok();
+  // Spares run no workers, and a fenced node's workers were of an earlier epoch.
+  if (!membership_.seat(node_rank)) return Status::Ok();
   NodeState& node = nodes_[static_cast<size_t>(node_rank)];
   if (!node.succeeded) {
     node.succeeded = true;
     ++succeeded_;
   }
-  if (succeeded_ == config_.num_nodes) {
+  if (succeeded_ == membership_.world_nodes()) {
     state_ = JobState::kSucceeded;
     exit_code_ = 0;
     JobEvent event;
@@ -628,11 +749,11 @@ void CoordinationService::Tick() {
     if (state_ == JobState::kRendezvous && now >= round_deadline_) {
       std::string message = "rendezvous timed out after " + Seconds(config_.initialization_timeout) +
                             " (--initialization-timeout): " + std::to_string(joined_) + " of " +
-                            std::to_string(config_.num_nodes) + " nodes joined; missing: " + MissingNodes();
+                            std::to_string(membership_.live()) + " nodes joined; missing: " + MissingNodes();
       FailedWorker f;
       f.node_rank = -1;
       for (int i = 0; i < config_.num_nodes && f.node_rank < 0; ++i) {
-        if (!nodes_[static_cast<size_t>(i)].join) f.node_rank = i;
+        if (!nodes_[static_cast<size_t>(i)].join && !membership_.lost(i)) f.node_rank = i;
       }
       f.host = HostOf(f.node_rank);
       f.description = message;
@@ -737,6 +858,17 @@ int CoordinationService::CurrentRound() const {
 std::optional<int> CoordinationService::ExitCode() const {
   std::lock_guard lock(mu_);
   return exit_code_;
+}
+
+std::string CoordinationService::History() const {
+  std::lock_guard lock(mu_);
+  if (round_ == 0) return {};
+  std::string out = std::to_string(round_ + 1) + " epochs; " + std::to_string(restarts_) +
+                    " restart(s) after a worker failure; " + std::to_string(losses_.size()) + " node(s) lost";
+  std::vector<std::string> lost;
+  for (auto [agent, epoch] : losses_) lost.push_back(NodeName(agent) + " in epoch " + std::to_string(epoch));
+  if (!lost.empty()) out += ": " + JoinNames(lost);
+  return out;
 }
 
 std::optional<FailedWorker> CoordinationService::RootCause() const {

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/membership.h"
 #include "runtime/types.h"
 
 namespace distrun {
@@ -25,7 +26,9 @@ namespace distrun {
 using RuntimeClock = std::function<std::chrono::steady_clock::time_point()>;
 
 struct ServiceConfig {
-  int num_nodes = 1;
+  int num_nodes = 1;  // the agents started, numbered by node rank for the job's life
+  // Elastic membership (runtime/membership.h). Unset: every node is needed and losing one ends the job.
+  std::optional<ElasticRange> elastic;
   int max_restarts = 0;
   std::string run_id;
   std::vector<std::string> expected_hosts;  // by node rank, where known: names missing nodes in messages
@@ -60,6 +63,8 @@ class CoordinationService {
 
   // Liveness. An agent attaches its event stream once; `sink` gets every event for it, and the current
   // stop/complete event at once if the job already ended. Returns the stream's id for Heartbeat/Detach.
+  // A node that was lost (elastic jobs go on without it) is fenced: whatever it sends, it is told to stop
+  // with kFencedExitCode.
   Status AttachAgent(int node_rank, EventSink sink, uint64_t* stream_id);
   // Refreshes the node's deadline and answers with a heartbeat event.
   void Heartbeat(uint64_t stream_id);
@@ -95,6 +100,9 @@ class CoordinationService {
   int CurrentRound() const;
   std::optional<int> ExitCode() const;  // set once the job ended (0 when every node succeeded)
   std::optional<FailedWorker> RootCause() const;
+  // The job's history so far: "3 epochs; 1 restart after a failure; 1 node lost: node 2 (host-c) in
+  // epoch 1"; empty while the job is in its first epoch.
+  std::string History() const;
   // "waiting for 2 of 3 nodes; missing: node 2 (host-c)"; empty outside rendezvous.
   std::string RendezvousProgress() const;
   // Liveness streams attached now. The host of the service waits for the other nodes' streams to end before
@@ -106,6 +114,7 @@ class CoordinationService {
 
   struct NodeState {
     std::optional<NodeJoin> join;  // this round
+    std::string host;              // as it last joined, for messages after the round
     JoinDone join_done;
     std::optional<uint64_t> stream;
     std::optional<Clock::time_point> heartbeat_deadline;
@@ -143,15 +152,21 @@ class CoordinationService {
   void Broadcast(const JobEvent& event);
   void RecordFailure(const FailedWorker& failure, bool allow_restart, Completions& completions);
   void LoseNode(int node_rank, const std::string& why, Completions& completions);
+  void BeginEpoch(JobEvent event, Completions& completions);
+  void StopJob(const FailedWorker& failure, Completions& completions);
+  JobEvent FencedEvent(int node_rank) const;
   static void Run(Completions& completions);
 
   ServiceConfig config_;
   mutable std::mutex mu_;
   bool shut_down_ = false;
   JobState state_ = JobState::kRendezvous;
-  int round_ = 0;
+  int round_ = 0;     // the epoch; one more after each restart or lost member
+  int restarts_ = 0;  // epochs begun after a worker failure (--max-restarts)
+  std::vector<std::pair<int, int>> losses_;  // (node rank, epoch it was lost in)
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;
+  Membership membership_;
   int joined_ = 0;     // nodes with a join this round
   int succeeded_ = 0;  // nodes that reported success this round
   // Lower bounds of the heartbeat and key-value wait deadlines, so that Tick scans only when one passed.
@@ -160,7 +175,7 @@ class CoordinationService {
   std::map<uint64_t, int> streams_;  // stream id → node rank
   std::map<uint64_t, EventSink> sinks_;
   uint64_t next_id_ = 1;
-  std::vector<NodeAssignment> assignments_;  // by node rank, once rendezvous completed
+  std::vector<NodeAssignment> assignments_;  // by node rank of the epoch (seat), once rendezvous completed
   std::optional<FailedWorker> root_cause_;
   std::optional<int> exit_code_;
   std::optional<JobEvent> final_event_;

@@ -36,6 +36,9 @@ const char* StatusCodeName(StatusCode code);
 // A node's agent ends the job with this exit code when it is lost (broken stream, missed heartbeats):
 // no worker exit code exists for it.
 inline constexpr int kLostAgentExitCode = 1;
+// A node that an elastic job went on without (lost, then heard from again) stops its workers and exits with
+// this code (EX_TEMPFAIL: the node may join a later job).
+inline constexpr int kFencedExitCode = 75;
 
 struct NodeJoin {
   int node_rank = 0;
@@ -59,6 +62,7 @@ struct NodeAssignment {
   int jax_port = 0;
   std::string run_id;
   int restart_round = 0;
+  bool spare = false;  // a hot spare this epoch: no workers; node_rank is -1
 };
 
 struct FailedWorker {
@@ -77,6 +81,7 @@ struct JobEvent {
   Kind kind = Kind::kHeartbeat;
   int exit_code = 0;      // kStop
   int restart_round = 0;  // kRestart: the round to join next
+  bool node_lost = false;  // kRestart: a member was lost (elastic), not a worker failure
   FailedWorker root_cause;
   Status join_status;         // kJoined: the answer to a join sent on the stream
   NodeAssignment assignment;  // kJoined, when join_status is OK

@@ -1,0 +1,75 @@
+#include "runtime/membership.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+namespace distrun {
+namespace {
+
+using Seats = std::vector<std::optional<int>>;
+
+Seats SeatsOf(const Membership& m) {
+  Seats out;
+  for (int a = 0; a < m.agents(); ++a) out.push_back(m.seat(a));
+  return out;
+}
+
+TEST(Membership, WithoutARangeAnyLossEndsTheJob) {
+  Membership m(3, {3, 3, ElasticPolicy::kResize});
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, 2}));
+  EXPECT_EQ(m.Lose(1), Membership::Loss::kTooFew);
+  EXPECT_EQ(m.lost_agents(), std::vector<int>{1});
+}
+
+TEST(Membership, ResizeKeepsEveryLiveAgentInLaunchOrder) {
+  Membership m(4, {2, 4, ElasticPolicy::kResize});
+  EXPECT_EQ(m.world_nodes(), 4);
+  EXPECT_EQ(m.Lose(1), Membership::Loss::kMemberLost);
+  EXPECT_EQ(m.epoch(), 0);  // the caller decides when the next epoch begins
+  EXPECT_EQ(m.world_nodes(), 3);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, std::nullopt, 1, 2}));
+  m.NextEpoch();
+  EXPECT_EQ(m.agent_in_seat(2), 3);
+  EXPECT_EQ(m.Lose(1), Membership::Loss::kAlreadyLost);
+  EXPECT_EQ(m.epoch(), 1);
+  EXPECT_EQ(m.Lose(3), Membership::Loss::kMemberLost);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, std::nullopt, 1, std::nullopt}));
+  EXPECT_EQ(m.Lose(2), Membership::Loss::kTooFew);  // 1 left of at least 2
+  EXPECT_EQ(m.lost_agents(), (std::vector<int>{1, 3, 2}));
+  EXPECT_EQ(m.live(), 1);
+}
+
+TEST(Membership, SparesHoldNoSeatUntilAMemberIsLost) {
+  Membership m(5, {3, 5, ElasticPolicy::kSpares});
+  EXPECT_EQ(m.world_nodes(), 3);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, 2, std::nullopt, std::nullopt}));
+  // A spare lost: nothing to restart.
+  EXPECT_EQ(m.Lose(4), Membership::Loss::kSpare);
+  EXPECT_EQ(m.epoch(), 0);
+  // A member lost: the first spare takes its seat, the others keep theirs.
+  EXPECT_EQ(m.Lose(1), Membership::Loss::kMemberLost);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, std::nullopt, 2, 1, std::nullopt}));
+  EXPECT_EQ(m.agent_in_seat(1), 3);
+  EXPECT_EQ(m.world_nodes(), 3);
+  EXPECT_EQ(m.Lose(0), Membership::Loss::kTooFew);
+}
+
+TEST(Membership, ARestartKeepsTheSeats) {
+  Membership m(3, {2, 3, ElasticPolicy::kSpares});
+  m.NextEpoch();
+  EXPECT_EQ(m.epoch(), 1);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, std::nullopt}));
+}
+
+TEST(Membership, TheStartedAgentsMustFitTheRange) {
+  EXPECT_THROW(Membership(1, {2, 3, ElasticPolicy::kResize}), std::invalid_argument);
+  EXPECT_THROW(Membership(4, {2, 3, ElasticPolicy::kResize}), std::invalid_argument);
+  EXPECT_THROW(Membership(2, {3, 2, ElasticPolicy::kResize}), std::invalid_argument);
+  EXPECT_NO_THROW(Membership(2, {2, 3, ElasticPolicy::kSpares}));
+}
+
+}  // namespace
+}  // namespace distrun

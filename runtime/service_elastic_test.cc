@@ -1,0 +1,266 @@
+// CoordinationService with elastic membership (ServiceConfig::elastic): epochs after a lost node, spares,
+// fencing, and the end below the minimum.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/service.h"
+
+namespace distrun {
+namespace {
+
+using namespace std::chrono_literals;
+using TimePoint = std::chrono::steady_clock::time_point;
+
+struct Joined {
+  std::optional<Status> status;
+  NodeAssignment assignment;
+};
+
+struct Stream {
+  uint64_t id = 0;
+  std::shared_ptr<std::vector<JobEvent>> events = std::make_shared<std::vector<JobEvent>>();
+  const JobEvent* Last(JobEvent::Kind kind) const {
+    for (auto it = events->rbegin(); it != events->rend(); ++it) {
+      if (it->kind == kind) return &*it;
+    }
+    return nullptr;
+  }
+};
+
+class ElasticServiceTest : public ::testing::Test {
+ protected:
+  void Make(int nodes, ElasticRange range, int max_restarts = 0) {
+    ServiceConfig c;
+    c.num_nodes = nodes;
+    c.elastic = range;
+    c.max_restarts = max_restarts;
+    c.run_id = "run1";
+    c.initialization_timeout = 60s;
+    c.heartbeat_timeout = 10s;
+    c.clock = [now = now_] { return *now; };
+    service_ = std::make_unique<CoordinationService>(c);
+    nodes_ = nodes;
+  }
+
+  std::shared_ptr<Joined> Join(int node, int round, int workers = 2) {
+    NodeJoin j;
+    j.node_rank = node;
+    j.num_nodes = nodes_;
+    j.host = std::string("host-") + static_cast<char>('a' + node);
+    j.local_workers = workers;
+    j.run_id = "run1";
+    j.restart_round = round;
+    j.proposed_master_port = 29500;
+    auto r = std::make_shared<Joined>();
+    service_->Join(j, [r](const Status& s, const NodeAssignment& a) {
+      r->status = s;
+      r->assignment = a;
+    });
+    return r;
+  }
+
+  Stream Attach(int node) {
+    Stream s;
+    Status st = service_->AttachAgent(
+        node, [ev = s.events](const JobEvent& e) { ev->push_back(e); }, &s.id);
+    EXPECT_TRUE(st.ok()) << st.message;
+    return s;
+  }
+
+  // Every node attaches and joins round 0.
+  std::vector<std::shared_ptr<Joined>> Start() {
+    std::vector<std::shared_ptr<Joined>> joined;
+    for (int n = 0; n < nodes_; ++n) streams_.push_back(Attach(n));
+    for (int n = 0; n < nodes_; ++n) joined.push_back(Join(n, 0));
+    return joined;
+  }
+
+  std::shared_ptr<TimePoint> now_ = std::make_shared<TimePoint>(TimePoint{} + 1000s);
+  std::unique_ptr<CoordinationService> service_;
+  std::vector<Stream> streams_;
+  int nodes_ = 0;
+};
+
+TEST_F(ElasticServiceTest, ResizeGoesOnWithTheSurvivorsInTheNextEpoch) {
+  Make(3, {2, 3, ElasticPolicy::kResize});
+  auto first = Start();
+  ASSERT_TRUE(first[2]->status && first[2]->status->ok());
+  EXPECT_EQ(first[2]->assignment.num_processes, 6);
+
+  service_->DetachAgent(streams_[1].id);  // node 1's distrun was killed
+  for (int n : {0, 2}) {
+    const JobEvent* restart = streams_[static_cast<size_t>(n)].Last(JobEvent::Kind::kRestart);
+    ASSERT_NE(restart, nullptr) << n;
+    EXPECT_EQ(restart->restart_round, 1);
+    EXPECT_TRUE(restart->node_lost);
+    EXPECT_EQ(restart->root_cause.node_rank, 1);
+    EXPECT_NE(restart->root_cause.description.find("node lost: its distrun disconnected"), std::string::npos);
+  }
+  EXPECT_EQ(service_->State(), JobState::kRendezvous);
+  EXPECT_EQ(service_->RendezvousProgress(), "waiting for 0 of 2 nodes; missing: node 0 (host-a), node 2 (host-c)");
+
+  auto j0 = Join(0, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok()) << j2->status->message;
+  EXPECT_EQ(j0->assignment.node_rank, 0);
+  EXPECT_EQ(j2->assignment.node_rank, 1);  // launch node 2 is node 1 of the smaller world
+  EXPECT_EQ(j2->assignment.num_nodes, 2);
+  EXPECT_EQ(j2->assignment.rank_offset, 2);
+  EXPECT_EQ(j2->assignment.num_processes, 4);
+  EXPECT_EQ(j2->assignment.restart_round, 1);
+  EXPECT_EQ(service_->History(),
+            "2 epochs; 0 restart(s) after a worker failure; 1 node(s) lost: node 1 (host-b) in epoch 0");
+
+  // The survivors finish: the job is complete without node 1.
+  EXPECT_TRUE(service_->ReportSuccess(0, 1).ok());
+  EXPECT_TRUE(service_->ReportSuccess(2, 1).ok());
+  EXPECT_EQ(service_->State(), JobState::kSucceeded);
+  EXPECT_EQ(service_->ExitCode(), 0);
+}
+
+TEST_F(ElasticServiceTest, ANodeLostDuringRendezvousIsLeftOutOfThatEpoch) {
+  Make(3, {2, 3, ElasticPolicy::kResize});
+  for (int n = 0; n < 3; ++n) streams_.push_back(Attach(n));
+  auto j0 = Join(0, 0);
+  auto j1 = Join(1, 0);
+  service_->DetachAgent(streams_[1].id);
+  EXPECT_FALSE(j0->status.has_value());
+  auto j2 = Join(2, 0);
+  ASSERT_TRUE(j0->status && j0->status->ok());
+  EXPECT_EQ(j2->assignment.num_nodes, 2);
+  EXPECT_EQ(j2->assignment.node_rank, 1);
+  EXPECT_EQ(j2->assignment.restart_round, 0);
+}
+
+TEST_F(ElasticServiceTest, SilenceLosesANodeAndItIsFencedWhenItComesBack) {
+  Make(3, {2, 3, ElasticPolicy::kResize});
+  Start();
+  // Nodes 0 and 2 keep beating; node 1 is frozen or cut off.
+  for (int i = 0; i < 3; ++i) {
+    *now_ += 4s;
+    service_->Heartbeat(streams_[0].id);
+    service_->Heartbeat(streams_[2].id);
+    service_->Tick();
+  }
+  ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  EXPECT_NE(streams_[0].Last(JobEvent::Kind::kRestart)->root_cause.description.find("no heartbeat for 10s"),
+            std::string::npos);
+  // Its stream was still open: it is told at once that it is fenced, and again whenever it speaks.
+  const JobEvent* fenced = streams_[1].Last(JobEvent::Kind::kStop);
+  ASSERT_NE(fenced, nullptr);
+  EXPECT_EQ(fenced->exit_code, kFencedExitCode);
+  EXPECT_NE(fenced->root_cause.description.find("fenced: lost in epoch 0, and the job went on without it (now epoch 1)"), std::string::npos)
+      << fenced->root_cause.description;
+  streams_[1].events->clear();
+  service_->Heartbeat(streams_[1].id);
+  ASSERT_EQ(streams_[1].events->size(), 1u);
+  EXPECT_EQ(streams_[1].events->front().exit_code, kFencedExitCode);
+  // Nor does the epoch's broadcast reach it, and its requests change nothing.
+  EXPECT_EQ(streams_[1].Last(JobEvent::Kind::kRestart), nullptr);
+  auto late = Join(1, 1);
+  ASSERT_TRUE(late->status);
+  EXPECT_EQ(late->status->code, StatusCode::kAborted);
+  EXPECT_NE(late->status->message.find("fenced"), std::string::npos);
+  bool root = true;
+  FailedWorker f;
+  f.node_rank = 1;
+  EXPECT_TRUE(service_->ReportFailure(1, f, &root).ok());
+  EXPECT_FALSE(root);
+  EXPECT_EQ(service_->State(), JobState::kRendezvous);
+  // A new stream from it (a reconnect) is fenced too.
+  service_->DetachAgent(streams_[1].id);
+  Stream again = Attach(1);
+  ASSERT_EQ(again.events->size(), 1u);
+  EXPECT_EQ(again.events->front().exit_code, kFencedExitCode);
+}
+
+TEST_F(ElasticServiceTest, BelowTheMinimumTheJobEndsNamingTheLostNodes) {
+  Make(3, {2, 3, ElasticPolicy::kResize});
+  Start();
+  service_->DetachAgent(streams_[2].id);
+  Join(0, 1);
+  Join(1, 1);
+  service_->DetachAgent(streams_[1].id);
+  EXPECT_EQ(service_->State(), JobState::kStopped);
+  const JobEvent* stop = streams_[0].Last(JobEvent::Kind::kStop);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_EQ(stop->exit_code, kLostAgentExitCode);
+  EXPECT_NE(stop->root_cause.description.find(
+                "1 node(s) left, fewer than the 2 the job needs (--nnodes); lost: node 2 (host-c), node 1 (host-b)"),
+            std::string::npos)
+      << stop->root_cause.description;
+}
+
+TEST_F(ElasticServiceTest, LosingNodeZeroEndsTheJob) {
+  Make(3, {1, 3, ElasticPolicy::kResize});
+  Start();
+  service_->DetachAgent(streams_[0].id);
+  EXPECT_EQ(service_->State(), JobState::kStopped);
+  const JobEvent* stop = streams_[1].Last(JobEvent::Kind::kStop);
+  ASSERT_NE(stop, nullptr);
+  EXPECT_NE(stop->root_cause.description.find("node 0 hosts the job's coordinator"), std::string::npos);
+}
+
+TEST_F(ElasticServiceTest, ASpareTakesTheLostNodesSeatAndTheWorldKeepsItsSize) {
+  Make(3, {2, 3, ElasticPolicy::kSpares});
+  auto first = Start();
+  ASSERT_TRUE(first[2]->status && first[2]->status->ok());
+  EXPECT_TRUE(first[2]->assignment.spare);
+  EXPECT_EQ(first[2]->assignment.node_rank, -1);
+  EXPECT_EQ(first[1]->assignment.node_rank, 1);
+  EXPECT_EQ(first[1]->assignment.num_processes, 4);  // the spare's workers do not count
+  EXPECT_EQ(first[1]->assignment.num_nodes, 2);
+
+  service_->DetachAgent(streams_[1].id);
+  auto j0 = Join(0, 1);
+  auto j2 = Join(2, 1, 3);
+  ASSERT_TRUE(j2->status && j2->status->ok());
+  EXPECT_FALSE(j2->assignment.spare);
+  EXPECT_EQ(j2->assignment.node_rank, 1);  // the lost node's seat
+  EXPECT_EQ(j2->assignment.rank_offset, 2);
+  EXPECT_EQ(j2->assignment.num_processes, 5);
+  EXPECT_EQ(j0->assignment.node_rank, 0);
+}
+
+TEST_F(ElasticServiceTest, ALostSpareChangesNothingAndNeverHasToSucceed) {
+  Make(3, {2, 3, ElasticPolicy::kSpares});
+  Start();
+  streams_[0].events->clear();
+  service_->DetachAgent(streams_[2].id);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  EXPECT_EQ(service_->State(), JobState::kRunning);
+  EXPECT_TRUE(service_->ReportSuccess(0, 0).ok());
+  EXPECT_TRUE(service_->ReportSuccess(1, 0).ok());
+  EXPECT_EQ(service_->State(), JobState::kSucceeded);
+}
+
+TEST_F(ElasticServiceTest, NodeLossesDoNotUseRestarts) {
+  Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/1);
+  Start();
+  service_->DetachAgent(streams_[2].id);  // epoch 1, no restart used
+  Join(0, 1);
+  Join(1, 1);
+  FailedWorker f;
+  f.node_rank = 1;
+  f.process_id = 3;
+  f.exit_code = 7;
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(1, f, &root).ok());
+  ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kRestart)->restart_round, 2);  // the one restart
+  EXPECT_FALSE(streams_[0].Last(JobEvent::Kind::kRestart)->node_lost);
+  Join(0, 2);
+  Join(1, 2);
+  ASSERT_TRUE(service_->ReportFailure(2, f, &root).ok());
+  EXPECT_EQ(service_->State(), JobState::kStopped);  // no restart left
+  EXPECT_EQ(service_->ExitCode(), 7);
+  EXPECT_EQ(service_->History(),
+            "3 epochs; 1 restart(s) after a worker failure; 1 node(s) lost: node 2 (host-c) in epoch 0");
+}
+
+}  // namespace
+}  // namespace distrun
