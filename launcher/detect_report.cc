@@ -63,7 +63,14 @@ std::string Upper(std::string s) {
   return s;
 }
 
-std::string TextReport(const Plan& plan) {
+// Which of the job's nodes start as hot spares (--elastic-policy spares): those past the first MIN.
+std::string SpareNodes(const ElasticRange& e, int units) {
+  if (e.policy != ElasticPolicy::kSpares || units <= e.min_nodes) return {};
+  return e.min_nodes == units - 1 ? std::to_string(e.min_nodes)
+                                  : std::to_string(e.min_nodes) + "-" + std::to_string(units - 1);
+}
+
+std::string TextReport(const Plan& plan, const Options& options) {
   const Topology& t = plan.topology;
   const JobAssignment& a = plan.assignment;
   const bool per_task = plan.layout.mode == LaunchMode::kPerTask;
@@ -78,6 +85,11 @@ std::string TextReport(const Plan& plan) {
   line("processes", std::to_string(a.num_processes) + " in the job, " +
                         std::to_string(plan.layout.local_workers) + " started here");
   line("nodes", std::to_string(a.num_nodes) + ", this is node " + std::to_string(a.node_rank));
+  if (const std::optional<ElasticRange>& e = options.elastic) {
+    std::string spares = SpareNodes(*e, plan.layout.units);
+    line("elastic", std::to_string(e->min_nodes) + ".." + std::to_string(e->max_nodes) + " nodes, policy " +
+                        ElasticPolicyName(e->policy) + (spares.empty() ? "" : "; nodes " + spares + " start as spares"));
+  }
   if (per_task) {
     line("process id", std::to_string(t.task_id) + " (local rank " + std::to_string(t.local_task) + " of " +
                            std::to_string(t.local_tasks) + ")");
@@ -196,6 +208,13 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
       {"gpu_source", plan.layout.gpu_source},
       {"cpu_bind", CpuBindName(options.cpu_bind)},
       {"run_id", a.run_id},
+      {"elastic", options.elastic ? ReportValue(ReportMap{
+                                        {"min_nodes", options.elastic->min_nodes},
+                                        {"max_nodes", options.elastic->max_nodes},
+                                        {"policy", ElasticPolicyName(options.elastic->policy)},
+                                        {"spare_nodes", SpareNodes(*options.elastic, plan.layout.units)},
+                                    })
+                                  : ReportValue(nullptr)},
       {"slice_index", t.slice_index ? ReportValue(*t.slice_index) : ReportValue(nullptr)},
       {"workers", std::move(workers)},
       {"warnings", Strings(plan.warnings)},
@@ -213,9 +232,9 @@ std::string RenderDetectReport(const Plan& plan, const Options& options) {
     case DetectFormat::kEnv:
       return EnvReport(plan, BuildDetectReport(plan, options));
     case DetectFormat::kText:
-      return TextReport(plan);
+      return TextReport(plan, options);
   }
-  return TextReport(plan);
+  return TextReport(plan, options);
 }
 
 }  // namespace distrun

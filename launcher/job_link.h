@@ -24,7 +24,8 @@ struct JobDecision {
   enum class Kind { kStop, kRestart, kComplete };
   Kind kind = Kind::kStop;
   int exit_code = 0;      // kStop: the root cause's
-  int restart_round = 0;  // kRestart: the round to join
+  int restart_round = 0;  // kRestart: the round to join (the next epoch)
+  bool node_lost = false;  // kRestart: an elastic job goes on without a lost node
   std::string reason;     // kStop, kRestart: what happened, naming rank, node and host
 };
 

@@ -29,6 +29,26 @@ int PositiveInt(const std::string& where, const std::string& value,
   return n;
 }
 
+// "MIN:MAX" (torchrun's spelling), "MIN..MAX", or "N" (a job of exactly N nodes: no range).
+ElasticRange ParseNodeRange(const std::string& where, const std::string& value) {
+  const char* expected = "use MIN:MAX (or MIN..MAX) with 1 <= MIN <= MAX, e.g. 2:4";
+  size_t sep = value.find(':');
+  size_t sep_len = 1;
+  if (sep == std::string::npos && (sep = value.find("..")) != std::string::npos) sep_len = 2;
+  auto count = [&](const std::string& part) {
+    try {
+      return PositiveInt(where, part);
+    } catch (const UsageError&) {
+      Bad(where, value, expected);  // the whole value in the message, not the part
+    }
+  };
+  ElasticRange r;
+  r.min_nodes = count(value.substr(0, sep));
+  r.max_nodes = sep == std::string::npos ? r.min_nodes : count(value.substr(sep + sep_len));
+  if (r.max_nodes < r.min_nodes) Bad(where, value, expected);
+  return r;
+}
+
 std::vector<std::string> CommaList(const std::string& where, const std::string& value) {
   std::vector<std::string> items;
   for (const std::string& item : Split(value, ',')) {
@@ -142,6 +162,22 @@ const std::vector<OptionSpec> kTable = {
     {"max-restarts", "N", "restart all workers up to N times after a failure", "0",
      [](Options& o, const std::string& where, const std::string& v) {
        o.max_restarts = ParseCount(where, v);
+     }},
+    {"nnodes", "MIN:MAX",
+     "an elastic job: it goes on while at least MIN of its nodes live (MIN..MAX also works; N: no range)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) { o.elastic = ParseNodeRange(where, v); }},
+    {"elastic-policy", "resize|spares",
+     "with --nnodes: resize (every live node works) or spares (MIN nodes work, the others wait to replace a "
+     "lost one)",
+     "resize",
+     [](Options& o, const std::string& where, const std::string& v) {
+       ElasticPolicy policy = ElasticPolicy::kResize;
+       if (v == "spares")
+         policy = ElasticPolicy::kSpares;
+       else if (v != "resize")
+         Bad(where, v, "use resize or spares");
+       o.elastic_policy = policy;
      }},
     {"format", "text|json|yaml|env", "output format of --detect and --dry-run", "text",
      [](Options& o, const std::string& where, const std::string& v) {
@@ -323,6 +359,7 @@ Options ResolveOptions(const RawValues& flags,
     options.effective[spec.name] = {chosen->value, source};
   }
 
+  if (options.elastic) options.elastic->policy = options.elastic_policy;
   if (auto it = env_vars.find("JAX_COORDINATOR_ADDRESS"); it != env_vars.end() && !it->second.empty()) {
     HostPort hp = ParseHostPort("JAX_COORDINATOR_ADDRESS", it->second);
     options.jax_coordinator_host = hp.host;

@@ -9,6 +9,7 @@
 
 #include "detect/detection.h"
 #include "detect/topology.h"
+#include "runtime/membership.h"
 
 namespace distrun {
 
@@ -28,6 +29,9 @@ struct Options {
   bool export_torch = true, export_jax = true, export_keras = true, export_distrun = true;
   std::optional<std::string> run_id;
   int max_restarts = 0;
+  // Elastic membership (--nnodes MIN:MAX, --elastic-policy): unset, losing any node ends the job.
+  std::optional<ElasticRange> elastic;
+  ElasticPolicy elastic_policy = ElasticPolicy::kResize;  // folded into `elastic` once every source is read
   DetectFormat format = DetectFormat::kText;
   std::string log_level = "info";
 

@@ -250,7 +250,9 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       jax_host.empty() || !a.jax_port ? jax_host : FormatHostPort(jax_host, *a.jax_port);
   const std::string nproc = std::to_string(layout.local_workers);
 
-  for (int i = 0; i < layout.local_workers; ++i) {
+  // A hot spare holds no workers until it takes a lost node's seat.
+  const int local_workers = a.spare ? 0 : layout.local_workers;
+  for (int i = 0; i < local_workers; ++i) {
     WorkerPlan w;
     w.process_id = a.rank_offset + i;
     w.local_rank = layout.mode == LaunchMode::kPerTask ? t.local_task : i;
@@ -290,6 +292,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set_address("DISTRUN_COORDINATOR_ADDRESS", a.coordinator_address);
       set("DISTRUN_RUN_ID", a.run_id);
       set("DISTRUN_RESTART_COUNT", std::to_string(a.restart_count));
+      set("DISTRUN_EPOCH", std::to_string(a.restart_count));
       set("DISTRUN_CLUSTER", t.method);
     }
     if (o.export_torch) {

@@ -52,7 +52,8 @@ struct JobAssignment {
   std::optional<int> master_port;
   std::optional<int> jax_port;
   std::string run_id;
-  int restart_count = 0;
+  int restart_count = 0;  // the epoch: every start of the job's workers after the first counts one
+  bool spare = false;     // a hot spare this epoch (elastic jobs): no workers here
 };
 
 // The assignment when this node decides alone: uniform worker counts, ports chosen free here.

@@ -173,6 +173,7 @@ TEST(Plan, EveryContractVariableIsSetByDefault) {
                            "DISTRUN_COORDINATOR_ADDRESS",
                            "DISTRUN_RUN_ID",
                            "DISTRUN_RESTART_COUNT",
+                           "DISTRUN_EPOCH",
                            "DISTRUN_CLUSTER",
                            "RANK",
                            "WORLD_SIZE",
@@ -522,7 +523,7 @@ TEST(Plan, ExportChoosesFamilies) {
   for (const auto& name : distrun) {
     EXPECT_TRUE(name.starts_with("DISTRUN_") || name == "CUDA_VISIBLE_DEVICES") << name;
   }
-  EXPECT_EQ(distrun.size(), 12u);
+  EXPECT_EQ(distrun.size(), 13u);  // with DISTRUN_EPOCH
   // Devices are narrowed whatever families are exported.
   EXPECT_EQ(names(only(false, false, false, false)), std::set<std::string>{"CUDA_VISIBLE_DEVICES"});
 }
@@ -620,6 +621,7 @@ TEST(Plan, MakePlanUsesTheAssignmentItIsGiven) {
   EXPECT_EQ(Column(plan, "MASTER_PORT"), Tokens(2, "29511"));
   EXPECT_EQ(Column(plan, "JAX_COORDINATOR_ADDRESS"), Tokens(2, "node009:29512"));
   EXPECT_EQ(Column(plan, "DISTRUN_RESTART_COUNT"), Tokens(2, "2"));
+  EXPECT_EQ(Column(plan, "DISTRUN_EPOCH"), Tokens(2, "2"));
   EXPECT_EQ(Column(plan, "TORCHELASTIC_RESTART_COUNT"), Tokens(2, "2"));
   EXPECT_EQ(Column(plan, "TORCHELASTIC_RUN_ID"), Tokens(2, "r1"));
 
@@ -628,6 +630,10 @@ TEST(Plan, MakePlanUsesTheAssignmentItIsGiven) {
   plan = MakePlan(t, layout, a, Options{}, EnvWithoutGpus());
   EXPECT_EQ(Column(plan, "MASTER_PORT"), Tokens(2, "<unset>"));
   EXPECT_EQ(Column(plan, "JAX_COORDINATOR_ADDRESS"), Tokens(2, "node009"));
+
+  // A hot spare of an elastic job holds no workers.
+  a.spare = true;
+  EXPECT_TRUE(MakePlan(t, layout, a, Options{}, EnvWithoutGpus()).workers.empty());
 }
 
 TEST(Plan, WarningsAreTheTopologysThenTheLayouts) {

@@ -92,6 +92,7 @@ JobDecision ToDecision(const JobEvent& e) {
     case JobEvent::Kind::kRestart:
       d.kind = JobDecision::Kind::kRestart;
       d.restart_round = e.restart_round;
+      d.node_lost = e.node_lost;
       d.reason = DescribeFailure(e.root_cause);
       break;
     case JobEvent::Kind::kComplete:
@@ -122,13 +123,23 @@ JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environ
 
 RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
                          std::shared_ptr<spdlog::logger> log)
-    : log_(std::move(log)), node_rank_(plan.layout.unit_index), num_nodes_(plan.layout.units) {
+    : log_(std::move(log)),
+      node_rank_(plan.layout.unit_index),
+      num_nodes_(plan.layout.units),
+      seats_are_nodes_(options.elastic && plan.layout.mode == LaunchMode::kPerNode) {
   JobToken token = ResolveJobToken(plan, options, env);
   token_ = token.value;
   if (num_nodes_ > 1 && !plan.topology.coordinator_port) {
     throw UsageError("a job of " + std::to_string(num_nodes_) +
                      " distrun processes needs one coordinator port that all of them know; give "
                      "--coordinator-port PORT (or HOST:PORT in --coordinator-address)");
+  }
+  if (options.elastic && (num_nodes_ < options.elastic->min_nodes || num_nodes_ > options.elastic->max_nodes)) {
+    throw UsageError("--nnodes " + std::to_string(options.elastic->min_nodes) + ":" +
+                     std::to_string(options.elastic->max_nodes) + " does not fit the " + std::to_string(num_nodes_) +
+                     " distrun processes the launcher started; start between " +
+                     std::to_string(options.elastic->min_nodes) + " and " +
+                     std::to_string(options.elastic->max_nodes) + " of them, or change --nnodes");
   }
   if (token.insecure && !SingleHost(plan)) {
     log_->warn(
@@ -184,6 +195,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   }
   sc.initialization_timeout = Millis(options.initialization_timeout_s);
   sc.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
+  sc.elastic = options.elastic;
   service_ = std::make_unique<CoordinationService>(std::move(sc));
 
   GrpcServerConfig gc;
@@ -213,6 +225,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
 void RuntimeLink::Finish() {
   if (finished_ || !service_) return;
   finished_ = true;
+  if (std::string history = service_->History(); !history.empty()) log_->info("the job ran {}", history);
   JobState state = service_->State();
   if (state == JobState::kSucceeded || state == JobState::kStopped) {
     // The others hear the end on their streams and close them; this node's own stream stays open.
@@ -242,6 +255,13 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   if (na.jax_port > 0) a.jax_port = na.jax_port;
   if (!na.run_id.empty()) a.run_id = na.run_id;
   a.restart_count = na.restart_round;
+  // The epoch's world: an elastic job's node ranks change as nodes are lost; a spare gets no seat. (In
+  // per-task mode the service counts distrun processes, not hosts: the launcher's node numbers stay.)
+  a.spare = na.spare;
+  if (seats_are_nodes_) {
+    a.num_nodes = na.num_nodes;
+    if (!na.spare) a.node_rank = na.node_rank;
+  }
   a.coordinator_address = worker_address_;
   return a;
 }

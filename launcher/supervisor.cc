@@ -271,9 +271,12 @@ int Supervisor::Run() {
       Loop();
       FinishRun();
       if (!ShouldRestart()) break;
+      if (!link_ || !decision_->node_lost) {
+        ++failure_restarts_;
+        log_->warn("restarting all workers (restart {} of {}, --max-restarts)", failure_restarts_,
+                   options_.max_restarts);
+      }
       restart_count_ = link_ ? decision_->restart_round : restart_count_ + 1;
-      log_->warn("restarting all workers (restart {} of {}, --max-restarts)", restart_count_,
-                 options_.max_restarts);
       if (!link_) {
         JobAssignment assignment = plan_.assignment;
         assignment.restart_count = restart_count_;
@@ -285,7 +288,7 @@ int Supervisor::Run() {
     throw;
   }
   if (stop_reason_ == StopReason::kFailure && options_.max_restarts > 0 &&
-      restart_count_ >= options_.max_restarts) {
+      failure_restarts_ >= options_.max_restarts) {
     log_->error("no restarts left (--max-restarts {}); exiting with the failed worker's code {}",
                 options_.max_restarts, exit_code_);
   }
@@ -336,8 +339,16 @@ void Supervisor::JoinRound(int round) {
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   decision_.reset();
   plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
-  log_->debug("rendezvous round {}: ranks {}..{} of {} on this node", round, assignment.rank_offset,
-              assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1, assignment.num_processes);
+  if (assignment.spare) {
+    log_->info("epoch {}: this node is a hot spare (no workers) until a node of the job is lost", round);
+  } else if (options_.elastic) {
+    log_->info("epoch {}: node {} of {}, ranks {}..{} of {}", round, assignment.node_rank, assignment.num_nodes,
+               assignment.rank_offset, assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1,
+               assignment.num_processes);
+  } else {
+    log_->debug("rendezvous round {}: ranks {}..{} of {} on this node", round, assignment.rank_offset,
+                assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1, assignment.num_processes);
+  }
 }
 
 bool Supervisor::AwaitingDecision() const {
@@ -352,7 +363,12 @@ void Supervisor::OnJobDecisions() {
     switch (d.kind) {
       case JobDecision::Kind::kStop:
         no_restart_ = true;
-        if (phase_ == Phase::kRunning) {
+        if (d.exit_code == kFencedExitCode) {
+          // An elastic job went on without this node while it was frozen or cut off.
+          log_->error("{}; stopping this node's workers", d.reason);
+          if (phase_ == Phase::kRunning) BeginStop(StopReason::kExternal, d.exit_code);
+          exit_code_ = d.exit_code;
+        } else if (phase_ == Phase::kRunning) {
           log_->error("the job stopped: {}; stopping this node's workers", d.reason);
           BeginStop(StopReason::kExternal, d.exit_code);
         } else if (stop_reason_ != StopReason::kSignal && stop_reason_ != StopReason::kTimeout) {
@@ -361,10 +377,12 @@ void Supervisor::OnJobDecisions() {
         }
         break;
       case JobDecision::Kind::kRestart:
-        if (phase_ == Phase::kRunning) {
+        if (d.node_lost) {
+          log_->warn("{}; the job goes on without it in epoch {}", d.reason, d.restart_round);
+        } else if (phase_ == Phase::kRunning) {
           log_->warn("restarting the job (round {}) after {}", d.restart_round, d.reason);
-          BeginStop(StopReason::kRestart, 0);
         }
+        if (phase_ == Phase::kRunning) BeginStop(StopReason::kRestart, 0);
         break;
       case JobDecision::Kind::kComplete:
         break;
@@ -389,7 +407,7 @@ void Supervisor::Loop() {
         local_done_ = true;
         // Nothing of this node is left and nothing will start again: the sentinel may go while the rest
         // of the job is heard from (it is reaped before distrun exits).
-        if (no_restart_ || options_.max_restarts == 0) sentinel_.Release();
+        if (no_restart_ || (options_.max_restarts == 0 && !options_.elastic)) sentinel_.Release();
         if (AwaitingDecision()) log_->debug("this node is done; waiting for the rest of the job");
       } else if (!killed_) {
         SignalNewOrphans();

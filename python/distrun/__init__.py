@@ -546,6 +546,7 @@ def run_id():
 
 
 def epoch():
-    """The job's membership epoch (DISTRUN_EPOCH). distrun does not set it yet (membership is fixed for a
-    job's life), so it is 0 when absent."""
+    """The job's epoch (DISTRUN_EPOCH): 0 at first, one more each time the workers are started again (after
+    a worker failure with --max-restarts, or when an elastic job goes on without a lost node). 0 when the
+    variable is absent (a distrun that does not set it)."""
     return _env_int("DISTRUN_EPOCH", "0")

@@ -229,10 +229,12 @@ class PythonModule(LaunchCase):
                      "node_rank": "DISTRUN_NODE_RANK", "num_nodes": "DISTRUN_NUM_NODES",
                      "restart_count": "DISTRUN_RESTART_COUNT", "run_id": "DISTRUN_RUN_ID"}
             print("identity", json.dumps({f: [getattr(distrun, f)(), os.environ[v]] for f, v in names.items()}))
-            expect("DISTRUN_EPOCH" in os.environ, False, "DISTRUN_EPOCH set")
-            expect(distrun.epoch(), 0, "epoch without DISTRUN_EPOCH")
+            expect(os.environ["DISTRUN_EPOCH"], "0", "DISTRUN_EPOCH")
+            expect(distrun.epoch(), 0, "epoch")
             os.environ["DISTRUN_EPOCH"] = "4"
             expect(distrun.epoch(), 4, "epoch")
+            del os.environ["DISTRUN_EPOCH"]
+            expect(distrun.epoch(), 0, "epoch without DISTRUN_EPOCH")
         """)
         rows = [json.loads(line.split(" ", 1)[1]) for line in r.stdout.splitlines() if line.startswith("identity ")]
         self.assertEqual(len(rows), 3, r.stdout)

@@ -6,42 +6,13 @@ import os
 import re
 import resource
 import signal
-import socket
 import time
 import unittest
 
-from launch_helpers import LaunchCase, wait_for
+from multi_node import MultiNodeCase, free_port
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class MultiAgent(LaunchCase):
-    def start_nodes(self, counts, script, *extra, per_node_extra=None, env=None, preexec_fn=None):
-        """One distrun per entry of `counts` (its worker count), all running `sh -c script`."""
-        self.port = free_port()
-        nodes = []
-        for rank, count in enumerate(counts):
-            args = ["--num-nodes", str(len(counts)), "--node-rank", str(rank),
-                    "--coordinator-address", f"127.0.0.1:{self.port}", "--nproc-per-node", str(count),
-                    "--tag-output", "on", "--tag-template", "[{rank}] ", "--grace-period", "5", *extra]
-            if per_node_extra:
-                args += per_node_extra.get(rank, [])
-            nodes.append(self.popen(args + ["--", "sh", "-c", script],
-                                    env=self.env(OUT=self.dir, NODE=str(rank), **(env or {})),
-                                    preexec_fn=preexec_fn))
-        return nodes
-
-    def finish(self, nodes, timeout=60):
-        results = []
-        for p in nodes:
-            out, err = p.communicate(timeout=timeout)
-            results.append((p.returncode, out, err))
-        return results
-
+class MultiAgent(MultiNodeCase):
     def test_rendezvous_with_uneven_worker_counts(self):
         nodes = self.start_nodes(
             [1, 2, 3], 'echo "rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK node=$GROUP_RANK '

@@ -1,0 +1,123 @@
+"""Elastic jobs (--nnodes MIN:MAX) with several real distrun processes on this machine, each one node of the
+job: a lost node (its distrun killed, or frozen past the heartbeat timeout) stops the epoch's workers
+everywhere and the others go on in the next epoch with the smaller world (resize) or with a spare in the lost
+node's seat (spares); below MIN the job ends naming the lost nodes; a node that comes back is fenced."""
+import os
+import signal
+import time
+import unittest
+
+from distrun_harness import detect_json, run
+from multi_node import MultiNodeCase
+
+# Each worker logs its epoch's view of the world, waits in epoch 0 until the test acts, and ends in the next.
+WORKER = ('echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE rank $RANK/$WORLD_SIZE" '
+          '>> $OUT/log; echo up > $OUT/up-$NODE-$DISTRUN_EPOCH; '
+          'if [ $DISTRUN_EPOCH = 0 ]; then sleep 60; fi; '
+          'if [ -n "$HOLD" ]; then while [ ! -e $OUT/go ]; do sleep 0.05; done; fi')
+
+
+class Elastic(MultiNodeCase):
+    def log(self):
+        with open(self.path("log")) as f:
+            return sorted(f.read().splitlines())
+
+    def test_resize_goes_on_without_a_killed_node(self):
+        nodes = self.start_nodes([1, 2, 1], WORKER, "--nnodes", "2:3")
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[1].kill()  # SIGKILL: its sentinel ends its workers
+        results = self.finish([nodes[0], nodes[2]])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), [
+            "epoch 0 node 0 group 0/3 rank 0/4",
+            "epoch 0 node 1 group 1/3 rank 1/4",
+            "epoch 0 node 1 group 1/3 rank 2/4",
+            "epoch 0 node 2 group 2/3 rank 3/4",
+            # Launch node 2 is node 1 of the second epoch's world of 2 nodes and 2 workers.
+            "epoch 1 node 0 group 0/2 rank 0/2",
+            "epoch 1 node 2 group 1/2 rank 1/2",
+        ])
+        for code, out, err in results:
+            self.assertIn("node 1 (", err)
+            self.assertIn("the job goes on without it in epoch 1", err)
+        self.assertIn("the job ran 2 epochs; 0 restart(s) after a worker failure; 1 node(s) lost: node 1", results[0][2])
+
+    def test_a_spare_takes_the_lost_nodes_seat(self):
+        nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--elastic-policy", "spares")
+        self.wait_for_files("up-0-0", "up-1-0")
+        # Node 2 is a spare: it runs nothing in epoch 0.
+        time.sleep(0.3)
+        self.assertFalse(os.path.exists(self.path("up-2-0")))
+        nodes[1].kill()
+        results = self.finish([nodes[0], nodes[2]])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), [
+            "epoch 0 node 0 group 0/2 rank 0/2",
+            "epoch 0 node 1 group 1/2 rank 1/2",
+            "epoch 1 node 0 group 0/2 rank 0/2",
+            "epoch 1 node 2 group 1/2 rank 1/2",  # the lost node's seat and ranks, world unchanged
+        ])
+        self.assertIn("this node is a hot spare", results[1][2])
+
+    def test_below_the_minimum_the_job_ends_naming_the_lost_nodes(self):
+        nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "3:3")
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[2].kill()
+        results = self.finish(nodes[:2])
+        for code, out, err in results:
+            self.assertEqual(code, 1, err)
+            self.assertIn("fewer than the 3 the job needs (--nnodes); lost: node 2", err)
+
+    def test_a_frozen_node_is_left_behind_and_fenced_when_it_wakes(self):
+        # The second epoch's workers stay until the test says go, so the job is still there when node 2 wakes.
+        nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--heartbeat-timeout", "1",
+                                 env={"HOLD": "1"})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        os.kill(nodes[2].pid, signal.SIGSTOP)
+        try:
+            self.wait_for_files("up-0-1", "up-1-1")
+        finally:
+            os.kill(nodes[2].pid, signal.SIGCONT)
+        # Awake again, node 2 hears that the job went on without it, stops its workers and leaves.
+        code, out, err = self.finish([nodes[2]])[0]
+        self.assertEqual(code, 75, err)
+        self.assertIn("node 2 (", err)
+        self.assertIn("fenced: lost in epoch 0, and the job went on without it (now epoch 1)", err)
+        with open(self.path("go"), "w"):
+            pass
+        results = self.finish(nodes[:2])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertIn("epoch 1 node 1 group 1/2 rank 1/2", self.log())
+        self.assertNotIn("epoch 1 node 2", " ".join(self.log()))
+
+    def test_a_range_that_does_not_fit_the_started_nodes_is_a_usage_error(self):
+        nodes = self.start_nodes([1, 1], "true", "--nnodes", "3:4")
+        for code, out, err in self.finish(nodes):
+            self.assertEqual(code, 2, err)
+            self.assertIn("--nnodes 3:4 does not fit the 2 distrun processes", err)
+
+
+class ElasticDetect(unittest.TestCase):
+    def test_detect_shows_the_range_the_policy_and_the_spares(self):
+        args = ["--num-nodes", "4", "--node-rank", "3", "--coordinator-address", "head:7777"]
+        doc, _ = detect_json(extra_args=[*args, "--nnodes", "2:4", "--elastic-policy", "spares"])
+        self.assertEqual(doc["elastic"], {"min_nodes": 2, "max_nodes": 4, "policy": "spares", "spare_nodes": "2-3"})
+        self.assertEqual(doc["workers"][0]["env"]["DISTRUN_EPOCH"], "0")
+        text = run(["--detect", *args, "--nnodes", "2..4", "--elastic-policy", "spares"]).stdout
+        self.assertIn("elastic           2..4 nodes, policy spares; nodes 2-3 start as spares", text)
+        doc, _ = detect_json(env={"DISTRUN_NNODES": "3:4"}, extra_args=args)
+        self.assertEqual(doc["elastic"]["policy"], "resize")
+        doc, _ = detect_json(extra_args=args)
+        self.assertIsNone(doc["elastic"])
+
+    def test_a_malformed_range_is_a_usage_error(self):
+        for value in ("3:2", "0:2", "2:", "a:b", "2-3"):
+            with self.subTest(value=value):
+                r = run(["--detect", "--nnodes", value])
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(f"--nnodes='{value}' is not valid; use MIN:MAX", r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
