@@ -276,10 +276,12 @@ void Sentinel::Dismiss() {
 
 std::vector<std::string> FingerprintOf(const std::vector<std::pair<std::string, std::string>>& worker_env) {
   // The first family whose variables are all set; distrun's own names are the least likely to be changed
-  // by a program before it starts children.
+  // by a program before it starts children. The epoch is part of it: in an elastic job another node may
+  // run the same rank in a later epoch (a spare in a lost node's seat), on the same host in per-task mode,
+  // and a lost node's sentinel must leave that worker alone.
   static const std::vector<std::vector<const char*>> kGroups = {
-      {"DISTRUN_RUN_ID", "DISTRUN_COORDINATOR_ADDRESS", "DISTRUN_PROCESS_ID"},
-      {"TORCHELASTIC_RUN_ID", "RANK", "MASTER_ADDR", "MASTER_PORT"},
+      {"DISTRUN_RUN_ID", "DISTRUN_COORDINATOR_ADDRESS", "DISTRUN_PROCESS_ID", "DISTRUN_EPOCH"},
+      {"TORCHELASTIC_RUN_ID", "RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT"},
       {"KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_PROCESS_ID"},
       {"JAX_COORDINATOR_ADDRESS"},
   };

@@ -32,17 +32,19 @@ TEST(SpawnSentinel, FingerprintPrefersDistrunsOwnVariables) {
   std::vector<std::pair<std::string, std::string>> env = {{"DISTRUN_PROCESS_ID", "3"},
                                                           {"DISTRUN_RUN_ID", "r"},
                                                           {"DISTRUN_COORDINATOR_ADDRESS", "h:1"},
+                                                          {"DISTRUN_EPOCH", "1"},
                                                           {"RANK", "3"},
                                                           {"MASTER_ADDR", "h"},
                                                           {"MASTER_PORT", "2"},
                                                           {"TORCHELASTIC_RUN_ID", "r"},
+                                                          {"TORCHELASTIC_RESTART_COUNT", "1"},
                                                           {"OMP_NUM_THREADS", "1"}};
   EXPECT_EQ(FingerprintOf(env),
             (std::vector<std::string>{"DISTRUN_RUN_ID=r", "DISTRUN_COORDINATOR_ADDRESS=h:1",
-                                      "DISTRUN_PROCESS_ID=3"}));
-  env.erase(env.begin(), env.begin() + 3);  // --export torch
-  EXPECT_EQ(FingerprintOf(env),
-            (std::vector<std::string>{"TORCHELASTIC_RUN_ID=r", "RANK=3", "MASTER_ADDR=h", "MASTER_PORT=2"}));
+                                      "DISTRUN_PROCESS_ID=3", "DISTRUN_EPOCH=1"}));
+  env.erase(env.begin(), env.begin() + 4);  // --export torch
+  EXPECT_EQ(FingerprintOf(env), (std::vector<std::string>{"TORCHELASTIC_RUN_ID=r", "RANK=3", "MASTER_ADDR=h",
+                                                          "MASTER_PORT=2", "TORCHELASTIC_RESTART_COUNT=1"}));
   EXPECT_TRUE(FingerprintOf({{"OMP_NUM_THREADS", "1"}}).empty());
 }
 
