@@ -1,0 +1,68 @@
+"""An elastic job's worker: a training loop of all-reduces that checks every sum against the world of its
+epoch, and resumes from its checkpoint when distrun starts it again in a later epoch.
+
+    srun --no-kill distrun --nnodes 2:3 -- python3 examples/elastic_allreduce.py --checkpoint /shared/ckpt
+
+Each epoch runs it afresh with that epoch's RANK, WORLD_SIZE and DISTRUN_EPOCH; init_process_group() needs
+no arguments. Rank 0 writes the step it finished to the checkpoint file (on a file system every node sees),
+so a new epoch goes on from there. At the end every worker prints one line: its epoch, rank, world, host and
+the steps it ran, all with the right sum.
+"""
+import argparse
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def read_checkpoint(path):
+    try:
+        with open(path) as f:
+            return int(f.read() or 0)
+    except FileNotFoundError:
+        return 0
+
+
+def write_checkpoint(path, step):
+    with open(path + ".tmp", "w") as f:
+        f.write(str(step))
+    os.replace(path + ".tmp", path)  # a reader never sees half a number
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--checkpoint", required=True, help="file holding the last finished step")
+    parser.add_argument("--steps", type=int, default=60, help="steps of the whole training")
+    parser.add_argument("--step-time", type=float, default=0.1, help="seconds of 'work' per step")
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    epoch = int(os.environ["DISTRUN_EPOCH"])
+    # Every rank starts where rank 0's checkpoint says; the all-reduce of the step makes sure they agree.
+    start = torch.tensor([read_checkpoint(args.checkpoint)], dtype=torch.int64)
+    dist.broadcast(start, src=0)
+    first = int(start.item())
+    step = first
+    while step < args.steps:
+        value = torch.tensor([float(rank + 1)])
+        dist.all_reduce(value, op=dist.ReduceOp.SUM)
+        if value.item() != world * (world + 1) / 2:
+            print(f"epoch {epoch} rank {rank}/{world}: step {step} sum {value.item():g}, expected "
+                  f"{world * (world + 1) / 2:g}", file=sys.stderr, flush=True)
+            return 1
+        step += 1
+        if rank == 0:
+            write_checkpoint(args.checkpoint, step)
+        time.sleep(args.step_time)
+    print(f"epoch {epoch} rank {rank}/{world} node {os.environ['GROUP_RANK']}/{os.environ['GROUP_WORLD_SIZE']} "
+          f"on {socket.gethostname()}: steps {first}..{step} sums OK", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
