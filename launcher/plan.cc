@@ -239,6 +239,13 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
   plan.assignment = a;
   plan.warnings = t.warnings;
   plan.warnings.insert(plan.warnings.end(), layout.warnings.begin(), layout.warnings.end());
+  // Slurm ends a step whose node fails unless it runs with --no-kill, and says nothing of it to the tasks.
+  if (o.elastic && t.method == "slurm") {
+    plan.warnings.push_back(
+        "--nnodes " + std::to_string(o.elastic->min_nodes) + ":" + std::to_string(o.elastic->max_nodes) +
+        " in a Slurm step: Slurm ends the whole step when a node fails unless it runs with srun --no-kill "
+        "(and the allocation with sbatch --no-kill); the step's variables do not say whether it does");
+  }
 
   const std::vector<std::string>& node_tokens = layout.node_devices;
   const std::string device_variable = t.device_variable.empty() || t.device_variable.starts_with("SLURM_") ||

@@ -646,6 +646,21 @@ TEST(Plan, WarningsAreTheTopologysThenTheLayouts) {
   EXPECT_EQ(plan.topology.warnings, Tokens{"from detection"});
 }
 
+TEST(Plan, AnElasticSlurmStepIsToldAboutNoKill) {
+  Options o;
+  o.elastic = ElasticRange{2, 3, ElasticPolicy::kResize};
+  Topology t = SlurmTask(3, 3, 0);
+  t.method = "slurm";
+  Plan plan = Build(t, o, EnvWithoutGpus());
+  ASSERT_FALSE(plan.warnings.empty());
+  EXPECT_NE(plan.warnings.back().find("--nnodes 2:3 in a Slurm step"), std::string::npos) << plan.warnings.back();
+  EXPECT_NE(plan.warnings.back().find("srun --no-kill"), std::string::npos);
+  t.method = "local";
+  for (const std::string& w : Build(t, o, EnvWithoutGpus()).warnings) {
+    EXPECT_EQ(w.find("--no-kill"), std::string::npos) << w;
+  }
+}
+
 TEST(Plan, EnvOrderIsStable) {
   Plan a = Build(SlurmTask(5, 1, 1), Options{}, EnvWithoutGpus());
   Plan b = Build(SlurmTask(5, 1, 1), Options{}, EnvWithoutGpus());
