@@ -56,7 +56,9 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
                                    "--nodes",
                                    std::to_string(options.nodes),
                                    "--heartbeat-timeout-ms",
-                                   std::to_string(options.heartbeat_timeout_ms)};
+                                   std::to_string(options.heartbeat_timeout_ms),
+                                   "--min-nodes",
+                                   std::to_string(options.min_nodes)};
   // A wrapper for diagnosis (valgrind --tool=massif, ...): it must run the coordinator in its own pid.
   if (const char* wrap = std::getenv("DISTRUN_BENCH_COORDINATOR_WRAPPER")) {
     std::istringstream words(wrap);
@@ -123,6 +125,9 @@ int CoordinatorMain(const Flags& flags) {
   sc.run_id = "bench";
   sc.initialization_timeout = std::chrono::milliseconds(3'600'000);
   sc.heartbeat_timeout = std::chrono::milliseconds(flags.Int("heartbeat-timeout-ms", 100'000));
+  if (const int min_nodes = static_cast<int>(flags.Int("min-nodes", 0)); min_nodes > 0) {
+    sc.elastic = ElasticRange{min_nodes, sc.num_nodes, ElasticPolicy::kResize};
+  }
   auto service = std::make_unique<CoordinationService>(sc);
   GrpcServerConfig gc;
   gc.address = "127.0.0.1:0";

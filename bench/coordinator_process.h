@@ -18,6 +18,7 @@ inline constexpr char kBenchToken[] = "distrun-bench-token";
 struct CoordinatorOptions {
   int nodes = 1;
   int heartbeat_timeout_ms = 100'000;  // the service's default
+  int min_nodes = 0;                   // > 0: an elastic job (--nnodes min_nodes:nodes, resize)
 };
 
 // malloc's view of the coordinator's heap (mallinfo2), bytes.
@@ -53,7 +54,7 @@ class CoordinatorProcess {
   bool stopped_ = false;
 };
 
-// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS]`: serves on 127.0.0.1:0, prints
+// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M]`: serves on 127.0.0.1:0, prints
 // "port P", serves until stdin closes, then prints "shutdown_s S".
 int CoordinatorMain(const Flags& flags);
 

@@ -9,6 +9,7 @@
 //   distrun-bench failure [--distrun PATH] [--runs|--trials N] [--nproc|--workers N]
 //                         [--srun-nodes N [--lab DIR]]
 //   distrun-bench srun [--distrun PATH] [--nodes N] [--runs N] [--lab DIR]      (on the Slurm lab)
+//   distrun-bench elastic [--agents N[,N...]] [--trials K] [--threads T] [--heartbeat-timeout-ms MS]
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -30,12 +31,13 @@ int AgentMain(const Flags& flags);
 int FailureBench(const Flags& flags);
 int FailureWorkerMain(const Flags& flags);
 int SrunBench(const Flags& flags);
+int ElasticBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
-    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun [--flag value ...]\n"
+    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic [--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
 int Dispatch(const std::string& which, int argc, char** argv) {
@@ -59,7 +61,10 @@ int Dispatch(const std::string& which, int argc, char** argv) {
                                                   "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
   }
   if (which == "coordinator") {
-    return distrun::bench::CoordinatorMain(Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms"}));
+    return distrun::bench::CoordinatorMain(Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes"}));
+  }
+  if (which == "elastic") {
+    return distrun::bench::ElasticBench(Flags(argc, argv, 2, {"agents", "trials", "threads", "heartbeat-timeout-ms"}));
   }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {

@@ -112,6 +112,7 @@ class FramedAgents::Loop final : public SimLoop {
         opened_ = true;
         for (Connection& c : connections_) Open(c);
       }
+      DropIfMine(shared_.control.drop_rank.load());
       return;
     }
     if (ev.data.u64 == SimLoopFds::kTimerKey) {
@@ -124,6 +125,21 @@ class FramedAgents::Loop final : public SimLoop {
     if (ev.events & EPOLLOUT) Flush(c);
     if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
       Receive(c, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
+    }
+  }
+
+  // A lost node, as the coordinator sees one whose distrun died: its connection closes.
+  void DropIfMine(int rank) {
+    for (Connection& c : connections_) {
+      if (c.ended || rank < c.first_rank || rank >= c.first_rank + static_cast<int>(c.agents.size())) continue;
+      shared_.control.drop_rank = -1;
+      shared_.control.dropped_at = MonotonicSeconds();
+      ::close(c.fd);
+      c.fd = -1;
+      c.ended = true;
+      for (SimAgent& a : c.agents) {  // gone on purpose: not a failure
+        if (!std::exchange(a.finished, true)) shared_.progress.Finish(shared_.options.agents);
+      }
     }
   }
 
@@ -244,8 +260,23 @@ class FramedAgents::Loop final : public SimLoop {
     SimAgent* a = For(c, answer_.node_rank() - c.first_rank);
     if (a == nullptr) return;
     const v1::JobEvent& event = answer_.event();
+    if (event.has_restart() && shared_.options.rejoin) {
+      // The next epoch: join it on the liveness stream, as distrun's agents do once their workers stopped.
+      frame_.Clear();
+      auto* liveness = frame_.mutable_liveness();
+      liveness->set_node_rank(a->rank);
+      *liveness->mutable_join() = join_;
+      liveness->mutable_join()->set_node_rank(a->rank);
+      liveness->mutable_join()->set_restart_round(event.restart().restart_round());
+      AppendFrame(frame_, &c.out);
+      MarkDirty(c);
+      return;
+    }
     if (event.has_joined()) {
       if (event.joined().code() != 0) return Fail(*a, "the join was refused: " + event.joined().message());
+      if (const int round = event.joined().assignment().restart_round(); round > 0) {
+        return shared_.progress.CountRejoin(round);
+      }
       if (a->joined) return;
       a->joined = true;
       Count(&AgentProgress::joined, &AgentProgress::joined_at);

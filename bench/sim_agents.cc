@@ -137,6 +137,36 @@ void SimAgents::Start() {
   for (auto& loop : loops_) loop->Wake();
 }
 
+void SimAgents::Drop(int rank) {
+  control_.dropped_at = 0;
+  control_.drop_rank = rank;
+  for (auto& loop : loops_) loop->Wake();
+}
+
+void AgentProgress::ExpectRejoin(int round, int total) {
+  std::lock_guard lock(mu);
+  rejoin_round = round;
+  rejoin_total = total;
+  rejoined = 0;
+  rejoined_at = 0;
+}
+
+void AgentProgress::CountRejoin(int round) {
+  std::lock_guard lock(mu);
+  if (round != rejoin_round) return;
+  if (++rejoined == rejoin_total) {
+    rejoined_at = MonotonicSeconds();
+    cv.notify_all();
+  }
+}
+
+bool AgentProgress::WaitRejoined(double timeout_s) {
+  std::unique_lock lock(mu);
+  return cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                     [this] { return rejoined == rejoin_total || failed > 0; }) &&
+         failed == 0;
+}
+
 void SimAgents::StopHeartbeats() {
   control_.heartbeats = false;
   for (auto& loop : loops_) loop->SetHeartbeatInterval(0);

@@ -29,6 +29,10 @@ struct AgentProgress {
   double answered_at = 0, joined_at = 0, passed_at = 0;  // seconds from the start to the last agent's
   std::string first_error;
   std::atomic<uint64_t> heartbeats_answered{0};
+  // distrun-bench elastic: agents that joined the round after a lost agent, and when the last one did
+  // (MonotonicSeconds()).
+  int rejoin_round = 0, rejoin_total = 0, rejoined = 0;
+  double rejoined_at = 0;
 
   // One more agent reached a step (answered, joined, passed); the last of `total` sets its time.
   void Count(int AgentProgress::*counter, double AgentProgress::*last_at, int total, double start);
@@ -38,6 +42,10 @@ struct AgentProgress {
   // Until every agent passed (true) or one failed or the time is up (false).
   bool WaitPassed(int total, double timeout_s);
   bool WaitFinished(int total, double timeout_s);
+  // Counts agents from now on that join `round`, until `total` of them did.
+  void ExpectRejoin(int round, int total);
+  void CountRejoin(int round);
+  bool WaitRejoined(double timeout_s);
 };
 
 struct SimAgentsOptions {
@@ -47,6 +55,7 @@ struct SimAgentsOptions {
   int per_connection = 1;   // agents sharing one connection (HTTP/2: each on streams of its own)
   int threads = 2;          // epoll loops; a connection and its agents belong to one
   int heartbeat_ms = 1000;  // 0: none
+  bool rejoin = false;      // answer a restart event by joining its round, as distrun's agents do
 };
 
 // Each heartbeat interval is cut into this many slots so that heartbeats spread as in real life.
@@ -94,6 +103,8 @@ struct SimControl {
   std::atomic<bool> started{false};
   std::atomic<bool> heartbeats{false};
   std::atomic<bool> stopping{false};
+  std::atomic<int> drop_rank{-1};     // the agent whose connection its loop closes when woken
+  std::atomic<double> dropped_at{0};  // MonotonicSeconds() just before that close
 };
 
 // A simulation of agents on epoll loops (framed_agents.h, h2_agents.h). The subclass makes the loops and
@@ -109,6 +120,10 @@ class SimAgents {
   // Waits until every agent passed the barrier (or one failed); false on failure or timeout.
   bool WaitPassed(double timeout_s) { return progress_.WaitPassed(options_.agents, timeout_s); }
   void StopHeartbeats();
+  // Closes agent `rank`'s connection as the death of its distrun would (it must be alone on it); the
+  // time it went is control().dropped_at.
+  void Drop(int rank);
+  const SimControl& control() const { return control_; }
   // Waits until every agent's liveness stream (or its connection) ended, e.g. after the coordinator stopped.
   bool WaitFinished(double timeout_s) { return progress_.WaitFinished(options_.agents, timeout_s); }
 
