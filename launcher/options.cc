@@ -252,7 +252,9 @@ const std::vector<OptionSpec> kTable = {
        o.token_file = v;
      }},
     {"heartbeat-timeout", "SECONDS",
-     "a node silent for this long (frozen, partitioned) is lost and the job ends", "10",
+     "a node silent for this long (frozen, partitioned) is lost and the job ends (with --nnodes it goes on "
+     "without it; there the default is 3)",
+     "10",
      [](Options& o, const std::string& where, const std::string& v) {
        o.heartbeat_timeout_s = ParseSeconds(where, v);
        if (o.heartbeat_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
@@ -359,7 +361,16 @@ Options ResolveOptions(const RawValues& flags,
     options.effective[spec.name] = {chosen->value, source};
   }
 
-  if (options.elastic) options.elastic->policy = options.elastic_policy;
+  if (options.elastic) {
+    options.elastic->policy = options.elastic_policy;
+    // An elastic job goes on without a silent node, so noticing it sooner is the point; 3 s keeps a frozen
+    // or cut-off node's loss within 5 s of the next epoch (bench/RESULTS.md says what it costs at scale).
+    Options::Effective& timeout = options.effective["heartbeat-timeout"];
+    if (timeout.source == OptionSource::kDefault) {
+      options.heartbeat_timeout_s = kElasticHeartbeatTimeoutS;
+      timeout.value = "3";
+    }
+  }
   if (auto it = env_vars.find("JAX_COORDINATOR_ADDRESS"); it != env_vars.end() && !it->second.empty()) {
     HostPort hp = ParseHostPort("JAX_COORDINATOR_ADDRESS", it->second);
     options.jax_coordinator_host = hp.host;

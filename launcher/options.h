@@ -78,6 +78,9 @@ struct OptionSpec {
 
 const std::vector<OptionSpec>& OptionTable();
 
+// --heartbeat-timeout of an elastic job (--nnodes) that does not set it.
+inline constexpr double kElasticHeartbeatTimeoutS = 3;
+
 // Seconds, fractions allowed ("0.5"), with an optional unit s, m or h ("90s", "2h"); at most 1e9 seconds.
 // Throws UsageError naming `where`.
 double ParseSeconds(const std::string& where, const std::string& value);

@@ -368,3 +368,31 @@ TEST(Options, BadJaxVariablesNameTheVariable) {
 
 }  // namespace
 }  // namespace distrun
+
+namespace distrun {
+namespace {
+
+TEST(ElasticOptions, RangeSpellingsAndPolicy) {
+  Options o = ResolveOptions(Flag("nnodes", "2:4"), {}, {});
+  ASSERT_TRUE(o.elastic);
+  EXPECT_EQ(o.elastic->min_nodes, 2);
+  EXPECT_EQ(o.elastic->max_nodes, 4);
+  EXPECT_EQ(o.elastic->policy, ElasticPolicy::kResize);
+  o = ResolveOptions(Flag("nnodes", "3..3"), {{"DISTRUN_ELASTIC_POLICY", "spares"}}, {});
+  EXPECT_EQ(o.elastic->min_nodes, 3);
+  EXPECT_EQ(o.elastic->max_nodes, 3);
+  EXPECT_EQ(o.elastic->policy, ElasticPolicy::kSpares);
+  o = ResolveOptions(Flag("nnodes", "5"), {}, {});
+  EXPECT_EQ(o.elastic->max_nodes, 5);
+  EXPECT_FALSE(ResolveOptions({}, {}, {}).elastic);
+  EXPECT_THROW(ResolveOptions(Flag("elastic-policy", "shrink"), {}, {}), UsageError);
+}
+
+TEST(ElasticOptions, AnElasticJobNoticesSilenceSoonerUnlessTold) {
+  EXPECT_EQ(ResolveOptions({}, {}, {}).heartbeat_timeout_s, 10);
+  EXPECT_EQ(ResolveOptions(Flag("nnodes", "2:3"), {}, {}).heartbeat_timeout_s, kElasticHeartbeatTimeoutS);
+  EXPECT_EQ(ResolveOptions(Flag("nnodes", "2:3"), {{"DISTRUN_HEARTBEAT_TIMEOUT", "20"}}, {}).heartbeat_timeout_s, 20);
+}
+
+}  // namespace
+}  // namespace distrun
