@@ -153,7 +153,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     } else if (!config_.run_id.empty() && !join.run_id.empty() && join.run_id != config_.run_id) {
       fail(StatusCode::kInvalidArgument,
            who + " belongs to run '" + join.run_id + "', but this job is run '" + config_.run_id + "'");
-    } else if (membership_.lost(join.node_rank)) {
+    } else if (Fenced(join.node_rank)) {
       fail(StatusCode::kAborted, FencedEvent(join.node_rank).root_cause.description);
     } else if (state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
       fail(StatusCode::kAborted,
@@ -265,7 +265,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   node.stream = id;
   SetHeartbeatDeadline(node);
   streams_[id] = node_rank;
-  if (membership_.lost(node_rank)) {
+  if (Fenced(node_rank)) {
     sink(FencedEvent(node_rank));  // it may have been away (frozen, partitioned) while the job went on
   } else if (final_event_) {
     sink(*final_event_);
@@ -283,7 +283,7 @@ void CoordinationService::Heartbeat(uint64_t stream_id) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
-  if (membership_.lost(it->second)) {
+  if (Fenced(it->second)) {
     sinks_[stream_id](FencedEvent(it->second));
     return;
   }
@@ -307,6 +307,11 @@ void CoordinationService::DetachAgent(uint64_t stream_id) {
     if (!node.succeeded) LoseNode(node_rank, "its distrun disconnected", completions);
   }
   Run(completions);
+}
+
+bool CoordinationService::Fenced(int node_rank) const {
+  // Without a range the job ends with the lost node, which hears that end as every node does.
+  return config_.elastic && membership_.lost(node_rank);
 }
 
 JobEvent CoordinationService::FencedEvent(int node_rank) const {
@@ -351,7 +356,7 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
     int node_rank;
     ~FenceOnReturn() {
       const NodeState& n = service.nodes_[static_cast<size_t>(node_rank)];
-      if (n.stream) service.sinks_[*n.stream](service.FencedEvent(node_rank));
+      if (n.stream && service.Fenced(node_rank)) service.sinks_[*n.stream](service.FencedEvent(node_rank));
     }
   } fence{*this, node_rank};
   if (loss == Membership::Loss::kTooFew) {
@@ -390,7 +395,7 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
 
 void CoordinationService::Broadcast(const JobEvent& event) {
   for (auto& [id, sink] : sinks_) {
-    if (!membership_.lost(streams_.at(id))) sink(event);
+    if (!Fenced(streams_.at(id))) sink(event);
   }
 }
 
@@ -462,7 +467,7 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
     // Reports of an earlier round, or after the end, are echoes of the root cause's teardown; a fenced
     // node's are of a world that went on without it.
     if (restart_round != round_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded ||
-        membership_.lost(failure.node_rank)) {
+        Fenced(failure.node_rank)) {
       return Status::Ok();
     }
     *root_cause = true;

@@ -154,6 +154,7 @@ class CoordinationService {
   void LoseNode(int node_rank, const std::string& why, Completions& completions);
   void BeginEpoch(JobEvent event, Completions& completions);
   void StopJob(const FailedWorker& failure, Completions& completions);
+  bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
   JobEvent FencedEvent(int node_rank) const;
   static void Run(Completions& completions);
 

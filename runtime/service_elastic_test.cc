@@ -262,5 +262,29 @@ TEST_F(ElasticServiceTest, NodeLossesDoNotUseRestarts) {
             "3 epochs; 1 restart(s) after a worker failure; 1 node(s) lost: node 2 (host-c) in epoch 0");
 }
 
+TEST(ServiceWithoutARange, ALostNodeHearsTheJobsEndNotAFence) {
+  auto now = std::make_shared<TimePoint>(TimePoint{} + 1000s);
+  ServiceConfig c;
+  c.num_nodes = 2;
+  c.heartbeat_timeout = 10s;
+  c.clock = [now] { return *now; };
+  CoordinationService service(c);
+  std::vector<std::shared_ptr<std::vector<JobEvent>>> events;
+  std::vector<uint64_t> ids(2);
+  for (int n = 0; n < 2; ++n) {
+    events.push_back(std::make_shared<std::vector<JobEvent>>());
+    ASSERT_TRUE(service.AttachAgent(n, [e = events.back()](const JobEvent& x) { e->push_back(x); }, &ids[n]).ok());
+  }
+  *now += 11s;
+  service.Heartbeat(ids[0]);
+  service.Tick();
+  EXPECT_EQ(service.State(), JobState::kStopped);
+  for (int n = 0; n < 2; ++n) {
+    ASSERT_FALSE(events[static_cast<size_t>(n)]->empty()) << n;
+    EXPECT_EQ(events[static_cast<size_t>(n)]->back().kind, JobEvent::Kind::kStop) << n;
+    EXPECT_EQ(events[static_cast<size_t>(n)]->back().exit_code, kLostAgentExitCode) << n;
+  }
+}
+
 }  // namespace
 }  // namespace distrun
