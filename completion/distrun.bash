@@ -8,7 +8,7 @@
 _distrun_flags="-h --help --detect --dry-run --version -v --verbose"
 _distrun_value_options="--config --cluster-detection-method --coordinator-address --coordinator-port
   --num-processes --process-id --num-nodes --node-rank --local-device-ids --nproc-per-node --launch-mode
-  --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --format --log-level --grace-period
+  --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
   --heartbeat-timeout --initialization-timeout --coordinator-bind-address --cpu-bind"
 _distrun_verbs="kv barrier check"

@@ -40,6 +40,9 @@ class JobLink {
   virtual bool ReportFailure(const FailedWorker& failure) = 0;
   // Every worker of this node exited 0.
   virtual void ReportSuccess() = 0;
+  // This node leaves the job instead of joining `round` (its --node-check failed for `reason`); returns once
+  // node 0 heard it (bounded).
+  virtual void Leave(int round, const std::string& reason) = 0;
 
   // Readable while decisions are waiting.
   virtual int event_fd() const = 0;

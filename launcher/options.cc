@@ -179,6 +179,19 @@ const std::vector<OptionSpec> kTable = {
          Bad(where, v, "use resize or spares");
        o.elastic_policy = policy;
      }},
+    {"node-check", "CMD",
+     "a health check (sh -c CMD) run before this node joins the job and before every later epoch; a non-zero "
+     "exit makes the node leave the job (with --nnodes the job goes on without it)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "give a command, e.g. nvidia-smi -L");
+       o.node_check = v;
+     }},
+    {"node-check-timeout", "SECONDS", "a --node-check still running after this long has failed", "60",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.node_check_timeout_s = ParseSeconds(where, v);
+       if (o.node_check_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
+     }},
     {"format", "text|json|yaml|env", "output format of --detect and --dry-run", "text",
      [](Options& o, const std::string& where, const std::string& v) {
        if (v == "text")

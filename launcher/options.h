@@ -32,6 +32,8 @@ struct Options {
   // Elastic membership (--nnodes MIN:MAX, --elastic-policy): unset, losing any node ends the job.
   std::optional<ElasticRange> elastic;
   ElasticPolicy elastic_policy = ElasticPolicy::kResize;  // folded into `elastic` once every source is read
+  std::optional<std::string> node_check;  // sh -c command run before each epoch; failing, the node leaves
+  double node_check_timeout_s = 60;
   DetectFormat format = DetectFormat::kText;
   std::string log_level = "info";
 

@@ -122,7 +122,7 @@ JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environ
 }
 
 RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
-                         std::shared_ptr<spdlog::logger> log)
+                         std::shared_ptr<spdlog::logger> log, const std::string& leaving)
     : log_(std::move(log)),
       node_rank_(plan.layout.unit_index),
       num_nodes_(plan.layout.units),
@@ -178,6 +178,8 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
     config.join.proposed_master_port = plan.assignment.master_port.value_or(0);
     config.join.proposed_jax_port = plan.assignment.jax_port.value_or(0);
   }
+  config.join.leaving = leaving;
+  left_at_start_ = !leaving.empty();
   config.initialization_timeout = Millis(options.initialization_timeout_s);
   config.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
   config.heartbeat_interval = HeartbeatInterval(config.heartbeat_timeout, num_nodes_);
@@ -273,6 +275,15 @@ bool RuntimeLink::ReportFailure(const FailedWorker& failure) {
   Status s = agent_->ReportFailure(f, &root_cause);
   if (!s.ok()) log_->warn("cannot report the failure to the runtime: {}", s.message);
   return root_cause;
+}
+
+void RuntimeLink::Leave(int round, const std::string& reason) {
+  if (left_at_start_) {
+    NodeAssignment ignored;
+    agent_->Join(0, &ignored);  // the first join said so already: wait for its answer
+    return;
+  }
+  agent_->Leave(round, reason);
 }
 
 void RuntimeLink::ReportSuccess() {

@@ -37,14 +37,16 @@ class RuntimeLink final : public JobLink {
  public:
   // Starts the service when this distrun is node 0, then this node's agent. Throws JobLinkError when the
   // service cannot listen, UsageError for a bad token file.
+  // `leaving` non-empty: this node's first join says it leaves the job, for that reason (--node-check).
   RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
-              std::shared_ptr<spdlog::logger> log);
+              std::shared_ptr<spdlog::logger> log, const std::string& leaving = "");
   // Finishes (below), then stops the agent and the service.
   ~RuntimeLink() override;
 
   JobAssignment Rendezvous(int round, const JobAssignment& provisional) override;
   bool ReportFailure(const FailedWorker& failure) override;
   void ReportSuccess() override;
+  void Leave(int round, const std::string& reason) override;
   int event_fd() const override;
   std::vector<JobDecision> TakeDecisions() override;
   std::vector<std::pair<std::string, std::string>> WorkerSecrets() const override;
@@ -67,6 +69,7 @@ class RuntimeLink final : public JobLink {
   std::unique_ptr<GrpcServer> server_;
   std::unique_ptr<Agent> agent_;
   bool finished_ = false;
+  bool left_at_start_ = false;  // the first join said it leaves
 };
 
 }  // namespace distrun

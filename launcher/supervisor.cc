@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 
+#include "launcher/node_check.h"
 #include "launcher/signal_names.h"
 
 namespace distrun {
@@ -260,12 +261,17 @@ int Supervisor::Run() {
     return pending_stop_->first;
   }
   try {
+    std::string unhealthy = CheckNode(0);
     if (make_link_) {
-      link_ = make_link_();
+      link_ = make_link_(unhealthy);
       WatchFd(link_->event_fd(), POLLIN, [this](short) { OnJobDecisions(); });
     }
     AwaitSentinel();
     while (true) {
+      if (!unhealthy.empty()) {
+        LeaveJob(unhealthy);
+        break;
+      }
       if (link_) JoinRound(restart_count_);
       StartWorkers();
       Loop();
@@ -277,6 +283,7 @@ int Supervisor::Run() {
                    options_.max_restarts);
       }
       restart_count_ = link_ ? decision_->restart_round : restart_count_ + 1;
+      unhealthy = CheckNode(restart_count_);
       if (!link_) {
         JobAssignment assignment = plan_.assignment;
         assignment.restart_count = restart_count_;
@@ -297,6 +304,25 @@ int Supervisor::Run() {
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   return exit_code_;
+}
+
+std::string Supervisor::CheckNode(int epoch) {
+  if (!options_.node_check) return {};
+  std::vector<std::string> env;
+  for (const auto& [name, value] : env_.vars) {
+    if (name != "DISTRUN_EPOCH") env.push_back(name + "=" + value);
+  }
+  env.push_back("DISTRUN_EPOCH=" + std::to_string(epoch));  // which epoch the node is about to take part in
+  log_->debug("epoch {}: running --node-check", epoch);
+  NodeCheckResult r = RunNodeCheck(*options_.node_check, env, options_.node_check_timeout_s);
+  if (r.ok) return {};
+  return "--node-check '" + *options_.node_check + "' failed on " + env_.hostname + ": " + r.problem;
+}
+
+void Supervisor::LeaveJob(const std::string& reason) {
+  log_->error("{}; this node leaves the job (exit code {})", reason, kFencedExitCode);
+  if (link_) link_->Leave(restart_count_, reason);
+  exit_code_ = kFencedExitCode;
 }
 
 void Supervisor::AwaitSentinel() {

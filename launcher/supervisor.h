@@ -56,7 +56,8 @@ sigset_t SupervisedSignals(const Options& options);
 void BlockSupervisedSignals(const Options& options);
 
 // Made by Run once distrun's signals are blocked, so that threads the link starts never take them.
-using JobLinkFactory = std::function<std::unique_ptr<JobLink>()>;
+// `leaving` non-empty: this node's --node-check failed; the link says so to the job instead of joining it.
+using JobLinkFactory = std::function<std::unique_ptr<JobLink>(const std::string& leaving)>;
 
 class Supervisor {
  public:
@@ -107,6 +108,10 @@ class Supervisor {
   };
 
   void SetUpProcess();
+  // "" when the node is healthy (or has no --node-check); else why it is not.
+  std::string CheckNode(int epoch);
+  // Tells the job that this node goes (its --node-check failed); distrun then exits with kFencedExitCode.
+  void LeaveJob(const std::string& reason);
   void JoinRound(int round);
   void OnJobDecisions();
   // Whether this node's part is over but the job's decision (stop, restart, complete) is still to come.

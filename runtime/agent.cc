@@ -86,6 +86,19 @@ Agent::~Agent() {
   ::close(event_fd_);
 }
 
+void Agent::Leave(int restart_round, const std::string& reason) {
+  {
+    std::lock_guard lock(mu_);
+    join_answer_.reset();
+  }
+  NodeJoin join = config_.join;
+  join.restart_round = restart_round;
+  join.leaving = reason;
+  stream_->SendJoin(join);
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, kJoinAnswerMargin, [this] { return join_answer_ || stream_closed_ || closing_; });
+}
+
 Status Agent::Join(int restart_round, NodeAssignment* assignment) {
   // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
   // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.

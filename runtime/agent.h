@@ -47,6 +47,9 @@ class Agent {
   // Rendezvous for `restart_round` (0 first, then the round a kRestart event named); blocks up to the
   // initialization timeout.
   Status Join(int restart_round, NodeAssignment* assignment);
+  // Tells the service that this node leaves the job (instead of joining `restart_round`) for `reason`, and
+  // waits (bounded) until it has heard it.
+  void Leave(int restart_round, const std::string& reason);
   Status ReportFailure(const FailedWorker& failure, bool* root_cause);
   Status ReportSuccess();
 

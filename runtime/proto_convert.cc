@@ -82,6 +82,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_restart_round(in.restart_round);
   out->set_proposed_master_port(in.proposed_master_port);
   out->set_proposed_jax_port(in.proposed_jax_port);
+  out->set_leaving(in.leaving);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -95,6 +96,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.restart_round = in.restart_round();
   j.proposed_master_port = in.proposed_master_port();
   j.proposed_jax_port = in.proposed_jax_port();
+  j.leaving = in.leaving();
   return j;
 }
 

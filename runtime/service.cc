@@ -155,6 +155,10 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
            who + " belongs to run '" + join.run_id + "', but this job is run '" + config_.run_id + "'");
     } else if (Fenced(join.node_rank)) {
       fail(StatusCode::kAborted, FencedEvent(join.node_rank).root_cause.description);
+    } else if (!join.leaving.empty()) {
+      // Whatever round it is: the node goes, and the job without it (or not at all).
+      fail(StatusCode::kAborted, who + " left the job: " + join.leaving);
+      LoseNode(join.node_rank, "it left the job: " + join.leaving, completions);
     } else if (state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
       fail(StatusCode::kAborted,
            who + " joined after the job ended" +

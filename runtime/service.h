@@ -58,7 +58,8 @@ class CoordinationService {
   CoordinationService& operator=(const CoordinationService&) = delete;
 
   // Rendezvous: `done` runs when every node of the round joined, or with an error (bad request, timeout
-  // naming the missing nodes, job stopped).
+  // naming the missing nodes, job stopped). A join that is `leaving` (its --node-check failed) loses the
+  // node at once and is answered ABORTED.
   void Join(const NodeJoin& join, JoinDone done);
 
   // Liveness. An agent attaches its event stream once; `sink` gets every event for it, and the current

@@ -50,6 +50,7 @@ struct NodeJoin {
   int restart_round = 0;
   int proposed_master_port = 0;  // 0: none
   int proposed_jax_port = 0;
+  std::string leaving;  // non-empty: the node leaves the job instead, for this reason (--node-check)
 };
 
 struct NodeAssignment {

@@ -90,6 +90,44 @@ class Elastic(MultiNodeCase):
         self.assertIn("epoch 1 node 1 group 1/2 rank 1/2", self.log())
         self.assertNotIn("epoch 1 node 2", " ".join(self.log()))
 
+    # --node-check: run before a node joins and before every later epoch; failing, the node leaves.
+    LOG = 'echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE rank $RANK/$WORLD_SIZE" >> $OUT/log'
+
+    def test_a_node_failing_its_check_is_left_out_from_the_start(self):
+        nodes = self.start_nodes([1, 1, 1], self.LOG, "--nnodes", "2:3", "--node-check", 'test "$NODE" != 2')
+        results = self.finish(nodes)
+        self.assertEqual([r[0] for r in results], [0, 0, 75], [r[2] for r in results])
+        self.assertEqual(self.log(), ["epoch 0 node 0 group 0/2 rank 0/2", "epoch 0 node 1 group 1/2 rank 1/2"])
+        self.assertIn("--node-check 'test \"$NODE\" != 2' failed on", results[2][2])
+        self.assertIn("exit code 1; this node leaves the job (exit code 75)", results[2][2])
+
+    def test_a_spare_takes_the_seat_of_a_node_failing_its_check(self):
+        nodes = self.start_nodes([1, 1, 1], self.LOG, "--nnodes", "2:3", "--elastic-policy", "spares",
+                                 "--node-check", 'test "$NODE" != 1')
+        results = self.finish(nodes)
+        self.assertEqual([r[0] for r in results], [0, 75, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), ["epoch 0 node 0 group 0/2 rank 0/2", "epoch 0 node 2 group 1/2 rank 1/2"])
+
+    def test_the_check_runs_again_before_every_epoch(self):
+        # Epoch 0: rank 0 fails once; before epoch 1 node 1's check fails, so epoch 1 runs on nodes 0 and 2.
+        nodes = self.start_nodes(
+            [1, 1, 1], self.LOG + '; if [ $DISTRUN_EPOCH = 0 ]; then if [ $NODE = 0 ]; then '
+            'while [ $(wc -l < $OUT/log) -lt 3 ]; do sleep 0.05; done; exit 3; fi; sleep 60; fi',
+            "--nnodes", "2:3", "--max-restarts", "1",
+            "--node-check", 'test "$NODE" != 1 || test "$DISTRUN_EPOCH" = 0')
+        results = self.finish(nodes)
+        self.assertEqual([r[0] for r in results], [0, 75, 0], [r[2] for r in results])
+        self.assertEqual(self.log()[3:], ["epoch 1 node 0 group 0/2 rank 0/2", "epoch 1 node 2 group 1/2 rank 1/2"])
+
+    def test_without_a_range_a_failed_check_ends_the_job_naming_the_node(self):
+        nodes = self.start_nodes([1, 1], self.LOG, "--node-check", 'test "$NODE" != 1', "--initialization-timeout",
+                                 "30")
+        results = self.finish(nodes)
+        self.assertEqual([r[0] for r in results], [1, 75], [r[2] for r in results])
+        self.assertIn("node 1", results[0][2])
+        self.assertIn("it left the job: --node-check", results[0][2])
+        self.assertFalse(os.path.exists(self.path("log")))
+
     def test_a_range_that_does_not_fit_the_started_nodes_is_a_usage_error(self):
         nodes = self.start_nodes([1, 1], "true", "--nnodes", "3:4")
         for code, out, err in self.finish(nodes):
