@@ -17,7 +17,13 @@ namespace distrun {
 // on. The message says what happened and what to do.
 class JobLinkError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit JobLinkError(const std::string& what, int exit_code = 1)
+      : std::runtime_error(what), exit_code_(exit_code) {}
+  // distrun's exit code: 1, or kFencedExitCode for a node an elastic job went on without.
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
 };
 
 struct JobDecision {

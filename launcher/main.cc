@@ -28,7 +28,6 @@ namespace distrun {
 namespace {
 
 constexpr int kUsageExit = 2;
-constexpr int kJobLinkExit = 1;
 
 #if defined(__SANITIZE_ADDRESS__)
 #define DISTRUN_ORDERLY_EXIT 1
@@ -137,7 +136,7 @@ int main(int argc, char** argv) {
     return distrun::kUsageExit;
   } catch (const distrun::JobLinkError& e) {
     std::fprintf(stderr, "distrun: error: %s\n", e.what());
-    return distrun::kJobLinkExit;
+    return e.exit_code();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "distrun: internal error: %s; please report it\n", e.what());
     return 1;

@@ -248,7 +248,11 @@ RuntimeLink::~RuntimeLink() {
 JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisional) {
   NodeAssignment na;
   Status s = agent_->Join(round, &na);
-  if (!s.ok()) throw JobLinkError("rendezvous failed: " + s.message);
+  if (!s.ok()) {
+    // Lost while it waited (frozen, cut off), the node is fenced: it leaves as fenced nodes do.
+    const bool fenced = s.code == StatusCode::kAborted && s.message.starts_with(kFencedPrefix);
+    throw JobLinkError("rendezvous failed: " + s.message, fenced ? kFencedExitCode : 1);
+  }
   JobAssignment a = provisional;
   a.rank_offset = na.rank_offset;
   a.num_processes = na.num_processes;

@@ -329,7 +329,7 @@ JobEvent CoordinationService::FencedEvent(int node_rank) const {
   for (auto [lost, in_epoch] : losses_) {
     if (lost == node_rank) epoch = in_epoch;
   }
-  event.root_cause.description = "fenced: lost in epoch " + std::to_string(epoch) +
+  event.root_cause.description = kFencedPrefix + ("lost in epoch " + std::to_string(epoch)) +
                                  ", and the job went on without it (now epoch " + std::to_string(round_) + ")";
   return event;
 }

@@ -39,6 +39,8 @@ inline constexpr int kLostAgentExitCode = 1;
 // A node that an elastic job went on without (lost, then heard from again) stops its workers and exits with
 // this code (EX_TEMPFAIL: the node may join a later job).
 inline constexpr int kFencedExitCode = 75;
+// How the service's refusals of a fenced node begin, so that its agent can tell them from other failures.
+inline constexpr char kFencedPrefix[] = "fenced: ";
 
 struct NodeJoin {
   int node_rank = 0;

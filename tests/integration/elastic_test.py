@@ -90,6 +90,27 @@ class Elastic(MultiNodeCase):
         self.assertIn("epoch 1 node 1 group 1/2 rank 1/2", self.log())
         self.assertNotIn("epoch 1 node 2", " ".join(self.log()))
 
+    def test_a_node_frozen_through_a_restart_is_fenced_when_it_rejoins(self):
+        # Node 1 is killed while node 3 is frozen: node 3 misses epoch 1's rendezvous, is lost for its silence,
+        # and when it wakes its late join is refused.
+        nodes = self.start_nodes([1, 1, 1, 1], WORKER, "--nnodes", "2:4", "--heartbeat-timeout", "1",
+                                 env={"HOLD": "1"})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0", "up-3-0")
+        os.kill(nodes[3].pid, signal.SIGSTOP)
+        try:
+            nodes[1].kill()
+            self.wait_for_files("up-0-1", "up-2-1")
+        finally:
+            os.kill(nodes[3].pid, signal.SIGCONT)
+        code, out, err = self.finish([nodes[3]])[0]
+        self.assertEqual(code, 75, err)
+        self.assertIn("fenced: lost in epoch 1", err)
+        with open(self.path("go"), "w"):
+            pass
+        results = self.finish([nodes[0], nodes[2]])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertIn("epoch 1 node 2 group 1/2 rank 1/2", self.log())
+
     # --node-check: run before a node joins and before every later epoch; failing, the node leaves.
     LOG = 'echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE rank $RANK/$WORLD_SIZE" >> $OUT/log'
 
