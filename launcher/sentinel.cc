@@ -1,6 +1,7 @@
 #include "launcher/sentinel.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +26,8 @@ namespace {
 
 constexpr char kFingerprint = 'F';
 constexpr char kQuit = 'Q';
+constexpr char kWatch = 'W';  // + uint32 milliseconds (0: stop watching)
+constexpr char kPulse = 'P';
 
 // Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; 0 when unknown.
 unsigned long long StartTime(const std::string& pid) {
@@ -135,11 +139,30 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
       ::dup2(null_fd, STDOUT_FILENO);  // whoever reads distrun's stdout must see EOF when distrun ends
       if (null_fd > STDERR_FILENO) ::close(null_fd);
     }
+    const pid_t distrun = ::getppid();
     std::vector<std::vector<std::string>> fingerprints;
+    uint32_t watch_ms = 0;
     while (true) {
+      if (watch_ms > 0) {
+        pollfd p{fd, POLLIN, 0};
+        int ready = ::poll(&p, 1, static_cast<int>(watch_ms));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready == 0) {
+          // distrun is frozen (stopped, hung): it cannot stop its workers, and node 0 has given up on it.
+          // Its workers go, and distrun too, so that neither GPUs nor the Slurm step are held.
+          Sweep(fingerprints, since);
+          ::kill(distrun, SIGKILL);
+          ::_exit(0);
+        }
+      }
       char type = 0;
       if (!ReadExact(fd, &type, 1)) break;  // distrun is gone without dismissing us
       if (type == kQuit) ::_exit(0);
+      if (type == kPulse) continue;
+      if (type == kWatch) {
+        if (!ReadExact(fd, &watch_ms, sizeof(watch_ms))) break;
+        continue;
+      }
       uint32_t size = 0;
       if (type != kFingerprint || !ReadExact(fd, &size, sizeof(size))) break;
       std::string payload(size, '\0');
@@ -254,6 +277,20 @@ void Sentinel::AddFingerprints(const std::vector<std::vector<std::string>>& fing
     message += payload;
   }
   if (!message.empty() && !SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
+}
+
+void Sentinel::Watch(std::chrono::milliseconds timeout) {
+  if (!to_sentinel_) return;
+  std::string message(1, kWatch);
+  uint32_t ms = static_cast<uint32_t>(std::clamp<int64_t>(timeout.count(), 0, INT32_MAX));
+  message.append(reinterpret_cast<const char*>(&ms), sizeof(ms));
+  if (!SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
+}
+
+void Sentinel::Pulse() {
+  if (!to_sentinel_) return;
+  std::string message(1, kPulse);
+  if (!SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
 }
 
 void Sentinel::Release() {

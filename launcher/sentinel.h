@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,11 @@ class Sentinel {
   // Processes whose environment holds every one of the NAME=value entries of one fingerprint belong to the
   // job.
   void AddFingerprints(const std::vector<std::vector<std::string>>& fingerprints);
+  // From now on distrun pulses at least every `timeout` (0: stop watching). A sentinel that hears no pulse
+  // for that long takes distrun for frozen: it kills the job's processes and distrun itself (a frozen node
+  // of an elastic job fences itself; node 0 has gone on without it).
+  void Watch(std::chrono::milliseconds timeout);
+  void Pulse();
   // distrun cleaned up itself and starts nothing more: the sentinel exits without killing anything.
   void Release();
   // Release, then reap the sentinel.

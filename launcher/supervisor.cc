@@ -206,6 +206,7 @@ void Supervisor::StartWorkers() {
     spec.descriptor_limit = workers_descriptor_limit_;
     spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
   }
+  ArmWatchdog(true);
   std::vector<SpawnOutcome> outcomes = spawner_.Start(specs);
   std::exception_ptr first_error;
   size_t failed_slot = 0;
@@ -306,8 +307,25 @@ int Supervisor::Run() {
   return exit_code_;
 }
 
+// An elastic job's node whose distrun freezes must not keep its workers beside the next epoch: the sentinel
+// watches for distrun's pulses while workers run and fences the node after --heartbeat-timeout without one,
+// when node 0 gives up on it too. Not while distrun waits for a rendezvous or a node check, which may take
+// long and during which no worker runs.
+void Supervisor::ArmWatchdog(bool on) {
+  if (!options_.elastic || !link_ || on == watchdog_armed_) return;
+  watchdog_armed_ = on;
+  sentinel_.Watch(on ? std::chrono::milliseconds(static_cast<int64_t>(options_.heartbeat_timeout_s * 1000))
+                     : std::chrono::milliseconds(0));
+  next_pulse_ = Clock::now() + WatchdogPulse();
+}
+
+Supervisor::Clock::duration Supervisor::WatchdogPulse() const {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.heartbeat_timeout_s / 5));
+}
+
 std::string Supervisor::CheckNode(int epoch) {
   if (!options_.node_check) return {};
+  ArmWatchdog(false);
   std::vector<std::string> env;
   for (const auto& [name, value] : env_.vars) {
     if (name != "DISTRUN_EPOCH") env.push_back(name + "=" + value);
@@ -355,6 +373,7 @@ void Supervisor::JoinRound(int round) {
   sigemptyset(&stop);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
   ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+  ArmWatchdog(false);
   JobAssignment assignment;
   try {
     assignment = link_->Rendezvous(round, plan_.assignment);
@@ -424,6 +443,10 @@ void Supervisor::Loop() {
   next_check_ = Clock::now();
   while (true) {
     Clock::time_point now = Clock::now();
+    if (watchdog_armed_ && now >= next_pulse_) {
+      sentinel_.Pulse();
+      next_pulse_ = now + WatchdogPulse();
+    }
     if (phase_ == Phase::kStopping && !local_done_ && (check_gone_ || now >= next_check_)) {
       check_gone_ = false;
       next_check_ = now + kStopTick;
@@ -490,6 +513,7 @@ int Supervisor::PollTimeoutMs(Clock::time_point now) const {
     if (!gave_up_) earliest(killed_ ? give_up_at_ : kill_at_);
   }
   if (phase_ == Phase::kStopping && local_done_ && timeout_at_) earliest(*timeout_at_);
+  if (watchdog_armed_) earliest(next_pulse_);
   if (!wake) return -1;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
   return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 60 * 60 * 1000));

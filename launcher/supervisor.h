@@ -110,6 +110,8 @@ class Supervisor {
   void SetUpProcess();
   // "" when the node is healthy (or has no --node-check); else why it is not.
   std::string CheckNode(int epoch);
+  void ArmWatchdog(bool on);
+  Clock::duration WatchdogPulse() const;
   // Tells the job that this node goes (its --node-check failed); distrun then exits with kFencedExitCode.
   void LeaveJob(const std::string& reason);
   void JoinRound(int round);
@@ -176,6 +178,8 @@ class Supervisor {
   Phase phase_ = Phase::kIdle;
   StopReason stop_reason_ = StopReason::kNone;
   int exit_code_ = 0;
+  bool watchdog_armed_ = false;  // the sentinel fences this node if distrun stops pulsing (ArmWatchdog)
+  Clock::time_point next_pulse_;
   int restart_count_ = 0;     // the epoch: every start of the workers after the first
   int failure_restarts_ = 0;  // of those, the restarts after a worker failure (--max-restarts)
   bool no_restart_ = false;  // a signal, --timeout or StopJob ends the job whatever --max-restarts says

@@ -7,10 +7,20 @@ import signal
 import time
 import unittest
 
+from launch_helpers import processes_with, wait_for
+
 from distrun_harness import detect_json, run
 from multi_node import MultiNodeCase
 
 # Each worker logs its epoch's view of the world, waits in epoch 0 until the test acts, and ends in the next.
+def environ_has(pid, entry):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return entry.encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
 WORKER = ('echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE rank $RANK/$WORLD_SIZE" '
           '>> $OUT/log; echo up > $OUT/up-$NODE-$DISTRUN_EPOCH; '
           'if [ $DISTRUN_EPOCH = 0 ]; then sleep 60; fi; '
@@ -68,17 +78,61 @@ class Elastic(MultiNodeCase):
             self.assertEqual(code, 1, err)
             self.assertIn("fewer than the 3 the job needs (--nnodes); lost: node 2", err)
 
-    def test_a_frozen_node_is_left_behind_and_fenced_when_it_wakes(self):
-        # The second epoch's workers stay until the test says go, so the job is still there when node 2 wakes.
-        nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--heartbeat-timeout", "1",
-                                 env={"HOLD": "1"})
+    def sentinel_of(self, distrun_pid):
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{name}/comm") as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if int(fields[1]) == distrun_pid and comm.startswith("distrun-sentin"):  # comm: 15 characters
+                return int(name)
+        self.fail(f"no distrun-sentinel child of {distrun_pid}")
+
+    def pause(self, node):
+        """Freezes a node's distrun and its sentinel, as a paused VM would; returns both pids."""
+        pids = [node.pid, self.sentinel_of(node.pid)]
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        return pids
+
+    def test_a_frozen_distrun_is_fenced_by_its_sentinel(self):
+        # Node 2's distrun freezes; its sentinel hears no pulse for the heartbeat timeout and ends the
+        # node's worker and distrun, while the others go on in epoch 1.
+        nodes = self.start_nodes([1, 1, 1], WORKER + '; echo $$ > $OUT/pid-$NODE-$DISTRUN_EPOCH',
+                                 "--nnodes", "2:3", "--heartbeat-timeout", "1", env={"HOLD": "1"})
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
         os.kill(nodes[2].pid, signal.SIGSTOP)
         try:
             self.wait_for_files("up-0-1", "up-1-1")
+            nodes[2].wait(timeout=20)
         finally:
-            os.kill(nodes[2].pid, signal.SIGCONT)
-        # Awake again, node 2 hears that the job went on without it, stops its workers and leaves.
+            if nodes[2].poll() is None:
+                os.kill(nodes[2].pid, signal.SIGCONT)
+        self.assertEqual(nodes[2].returncode, -signal.SIGKILL)
+        # Nothing of node 2's job runs beside epoch 1 (its worker was `sh`, whose children went too).
+        self.assertTrue(wait_for(lambda: not [p for p in processes_with(self.marker) if environ_has(p, "NODE=2")],
+                                 timeout=5))
+        with open(self.path("go"), "w"):
+            pass
+        results = self.finish(nodes[:2])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+
+    def test_a_paused_node_is_fenced_when_it_wakes(self):
+        # The whole node pauses (distrun and its sentinel): when it wakes, it hears that the job went on
+        # without it, stops its workers and leaves. Epoch 1's workers stay until the test says go.
+        nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--heartbeat-timeout", "1",
+                                 env={"HOLD": "1"})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        paused = self.pause(nodes[2])
+        try:
+            self.wait_for_files("up-0-1", "up-1-1")
+        finally:
+            os.kill(paused[0], signal.SIGCONT)
+            time.sleep(0.5)  # distrun first, so that it reads its news before its sentinel's timer runs
+            os.kill(paused[1], signal.SIGCONT)
         code, out, err = self.finish([nodes[2]])[0]
         self.assertEqual(code, 75, err)
         self.assertIn("node 2 (", err)
@@ -90,18 +144,20 @@ class Elastic(MultiNodeCase):
         self.assertIn("epoch 1 node 1 group 1/2 rank 1/2", self.log())
         self.assertNotIn("epoch 1 node 2", " ".join(self.log()))
 
-    def test_a_node_frozen_through_a_restart_is_fenced_when_it_rejoins(self):
-        # Node 1 is killed while node 3 is frozen: node 3 misses epoch 1's rendezvous, is lost for its silence,
+    def test_a_node_paused_through_a_restart_is_fenced_when_it_rejoins(self):
+        # Node 1 is killed while node 3 is paused: node 3 misses epoch 1's rendezvous, is lost for its silence,
         # and when it wakes its late join is refused.
         nodes = self.start_nodes([1, 1, 1, 1], WORKER, "--nnodes", "2:4", "--heartbeat-timeout", "1",
                                  env={"HOLD": "1"})
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0", "up-3-0")
-        os.kill(nodes[3].pid, signal.SIGSTOP)
+        paused = self.pause(nodes[3])
         try:
             nodes[1].kill()
             self.wait_for_files("up-0-1", "up-2-1")
         finally:
-            os.kill(nodes[3].pid, signal.SIGCONT)
+            os.kill(paused[0], signal.SIGCONT)
+            time.sleep(0.5)
+            os.kill(paused[1], signal.SIGCONT)
         code, out, err = self.finish([nodes[3]])[0]
         self.assertEqual(code, 75, err)
         self.assertIn("fenced: lost in epoch 1", err)
