@@ -213,6 +213,39 @@ class ClusterCase(unittest.TestCase):
         self.fail(f"missing after {timeout}s: {missing}{said}")
 
 
+def netns_inode(node):
+    return os.stat(f"/run/netns/distrun-lab-{node}").st_ino
+
+
+def distrun_pids_on(node, marker):
+    """The distrun processes of a test's job that run on one virtual host (not their sentinels, which run
+    the same executable under another name)."""
+    exe = os.path.realpath(DISTRUN)
+    found = []
+    for pid in processes_with(marker):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            if (comm == "distrun" and os.path.realpath(f"/proc/{pid}/exe") == exe
+                    and os.stat(f"/proc/{pid}/ns/net").st_ino == netns_inode(node)):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+class JobRuntimeCase(ClusterCase):
+    """A ClusterCase whose jobs need every distrun of a job to join node 0's runtime; skipped, saying why,
+    with a distrun that does not."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        ok, why = distrun_has_job_runtime()
+        if not ok:
+            raise unittest.SkipTest("distrun does not join the nodes of a job yet: " + why)
+
+
 def main():
     unittest.main(verbosity=2)
 

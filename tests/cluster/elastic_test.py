@@ -7,23 +7,14 @@ import os
 import re
 import signal
 import subprocess
-import unittest
 
-from cluster_harness import NODES, PYTHON, REPO, ClusterCase, DISTRUN, distrun_has_job_runtime, main, wait_for
-from job_runtime_test import distrun_pids_on
+from cluster_harness import DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, wait_for
 
 EXAMPLE = os.path.join(REPO, "examples", "elastic_allreduce.py")
 BOUND = 120
 
 
-class ElasticAcrossHosts(ClusterCase):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        ok, why = distrun_has_job_runtime()
-        if not ok:
-            raise unittest.SkipTest("distrun does not join the nodes of a job yet: " + why)
-
+class ElasticAcrossHosts(JobRuntimeCase):
     def start(self, *distrun_args, per_node=2, steps=80):
         """srun --no-kill over every lab host, one distrun each; returns once every epoch-0 worker stepped."""
         p = self.srun_popen([f"-N{len(NODES)}", "--ntasks-per-node=1", "--no-kill", "--output",

@@ -8,10 +8,8 @@ import os
 import re
 import signal
 import subprocess
-import unittest
 
-from cluster_harness import (DISTRUN, NODES, PYTHON, REPO, ClusterCase, distrun_has_job_runtime, main,
-                             processes_with, wait_for)
+from cluster_harness import DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, wait_for
 
 TORCH_ALLREDUCE = os.path.join(REPO, "examples", "torch_allreduce.py")
 # A bound on how long a job-wide stop may take before the test gives up; the workers themselves would
@@ -20,35 +18,7 @@ STOP_BOUND = 60
 WORKER_LIFETIME = 600
 
 
-def netns_inode(node):
-    return os.stat(f"/run/netns/distrun-lab-{node}").st_ino
-
-
-def distrun_pids_on(node, marker):
-    """The distrun processes of a test's job that run on one virtual host (not their sentinels, which run
-    the same executable under another name)."""
-    exe = os.path.realpath(DISTRUN)
-    found = []
-    for pid in processes_with(marker):
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                comm = f.read().strip()
-            if (comm == "distrun" and os.path.realpath(f"/proc/{pid}/exe") == exe
-                    and os.stat(f"/proc/{pid}/ns/net").st_ino == netns_inode(node)):
-                found.append(pid)
-        except OSError:
-            pass
-    return found
-
-
-class JobRuntime(ClusterCase):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        ok, why = distrun_has_job_runtime()
-        if not ok:
-            raise unittest.SkipTest("distrun does not join the nodes of a job yet: " + why)
-
+class JobRuntime(JobRuntimeCase):
     def lines_naming(self, host, text):
         return [line for line in text.splitlines() if re.search(rf"\b{host}\b", line)]
 

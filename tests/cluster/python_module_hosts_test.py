@@ -8,7 +8,7 @@ import json
 import os
 import unittest
 
-from cluster_harness import DISTRUN, NODES, ClusterCase, distrun_has_job_runtime, main
+from cluster_harness import DISTRUN, NODES, JobRuntimeCase, main
 from python_workers import LIBRARY, module_env, python_command
 
 WORKER = """\
@@ -36,15 +36,12 @@ print(json.dumps({"rank": r, "world": world, "node_rank": distrun.node_rank(), "
 """
 
 
-class PythonModuleAcrossHosts(ClusterCase):
+class PythonModuleAcrossHosts(JobRuntimeCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
         if not os.path.isfile(LIBRARY):
             raise unittest.SkipTest(f"no client library at {LIBRARY}")
-        ok, why = distrun_has_job_runtime()
-        if not ok:
-            raise unittest.SkipTest("distrun does not join the nodes of a job yet: " + why)
 
     def test_workers_on_every_host_exchange_values_and_meet_at_barriers(self):
         n, per_node = len(NODES), 2
