@@ -1,4 +1,4 @@
-#include "launcher/check_report.h"
+#include "runtime/check_report.h"
 
 #include <algorithm>
 #include <cctype>
