@@ -24,6 +24,8 @@ using namespace std::chrono_literals;
 
 // How long node 0 keeps the service up after the job's end, for the other nodes to hear it.
 constexpr auto kFinalEventWait = 3s;
+// How long an elastic job's first worker failure of an epoch waits for a node loss that would explain it.
+constexpr auto kElasticFailureHold = 200ms;
 
 // How a user makes a job token; the messages about tokens show it.
 constexpr char kTokenRecipe[] = "export DISTRUN_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')";
@@ -198,6 +200,8 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   sc.initialization_timeout = Millis(options.initialization_timeout_s);
   sc.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
   sc.elastic = options.elastic;
+  // A dying node's peers see their collectives fail within milliseconds of its connection's close.
+  if (options.elastic) sc.failure_hold = kElasticFailureHold;
   service_ = std::make_unique<CoordinationService>(std::move(sc));
 
   GrpcServerConfig gc;

@@ -404,6 +404,7 @@ void CoordinationService::Broadcast(const JobEvent& event) {
 }
 
 void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
+  held_failure_.reset();  // a failure held while a node was lost came from that loss
   membership_.NextEpoch();
   round_ = membership_.epoch();
   event.restart_round = round_;
@@ -430,6 +431,7 @@ void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
 }
 
 void CoordinationService::StopJob(const FailedWorker& failure, Completions& completions) {
+  held_failure_.reset();
   root_cause_ = failure;
   JobEvent event;
   event.kind = JobEvent::Kind::kStop;
@@ -474,7 +476,12 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
         Fenced(failure.node_rank)) {
       return Status::Ok();
     }
+    if (held_failure_) return Status::Ok();  // the first report of the epoch is the root cause
     *root_cause = true;
+    if (config_.elastic && config_.failure_hold.count() > 0) {
+      held_failure_.emplace(failure, Now() + config_.failure_hold);  // Tick acts on it, unless a node is lost
+      return Status::Ok();
+    }
     RecordFailure(failure, /*allow_restart=*/true, completions);
   }
   Run(completions);
@@ -777,6 +784,11 @@ void CoordinationService::Tick() {
       final_event_ = event;
       FailAllWaits({StatusCode::kAborted, message}, completions);
       Broadcast(event);
+    }
+    if (held_failure_ && now >= held_failure_->second && state_ == JobState::kRunning) {
+      FailedWorker f = std::move(held_failure_->first);
+      held_failure_.reset();
+      RecordFailure(f, /*allow_restart=*/true, completions);
     }
     // Scans run only once the earliest deadline passed: a scan every tick costs O(nodes) under the lock.
     if (now >= earliest_heartbeat_deadline_) {

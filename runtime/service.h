@@ -29,6 +29,9 @@ struct ServiceConfig {
   int num_nodes = 1;  // the agents started, numbered by node rank for the job's life
   // Elastic membership (runtime/membership.h). Unset: every node is needed and losing one ends the job.
   std::optional<ElasticRange> elastic;
+  // Elastic jobs: how long the first worker failure of an epoch waits before it is acted on, so that the
+  // loss of a node that caused it (its peers' collectives fail when it dies) wins and the job goes on.
+  std::chrono::milliseconds failure_hold{0};
   int max_restarts = 0;
   std::string run_id;
   std::vector<std::string> expected_hosts;  // by node rank, where known: names missing nodes in messages
@@ -166,6 +169,7 @@ class CoordinationService {
   int round_ = 0;     // the epoch; one more after each restart or lost member
   int restarts_ = 0;  // epochs begun after a worker failure (--max-restarts)
   std::vector<std::pair<int, int>> losses_;  // (node rank, epoch it was lost in)
+  std::optional<std::pair<FailedWorker, Clock::time_point>> held_failure_;  // and when it is acted on
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;
   Membership membership_;

@@ -33,8 +33,9 @@ struct Stream {
 
 class ElasticServiceTest : public ::testing::Test {
  protected:
-  void Make(int nodes, ElasticRange range, int max_restarts = 0) {
+  void Make(int nodes, ElasticRange range, int max_restarts = 0, std::chrono::milliseconds hold = 0ms) {
     ServiceConfig c;
+    c.failure_hold = hold;
     c.num_nodes = nodes;
     c.elastic = range;
     c.max_restarts = max_restarts;
@@ -260,6 +261,55 @@ TEST_F(ElasticServiceTest, NodeLossesDoNotUseRestarts) {
   EXPECT_EQ(service_->ExitCode(), 7);
   EXPECT_EQ(service_->History(),
             "3 epochs; 1 restart(s) after a worker failure; 1 node(s) lost: node 2 (host-c) in epoch 0");
+}
+
+TEST_F(ElasticServiceTest, AFailureThatANodeLossExplainsIsNoFailure) {
+  // Node 2 dies; a moment before its connection's close arrives, node 1's worker reports that its
+  // all-reduce failed. The loss wins: the job goes on, and no restart is used or stop made.
+  Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms);
+  Start();
+  FailedWorker f;
+  f.node_rank = 1;
+  f.process_id = 2;
+  f.exit_code = 1;
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, f, &root).ok());
+  EXPECT_TRUE(root);
+  *now_ += 50ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);  // held
+  service_->DetachAgent(streams_[2].id);
+  const JobEvent* restart = streams_[0].Last(JobEvent::Kind::kRestart);
+  ASSERT_NE(restart, nullptr);
+  EXPECT_TRUE(restart->node_lost);
+  *now_ += 500ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRendezvous);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kStop), nullptr);
+}
+
+TEST_F(ElasticServiceTest, AHeldFailureWithoutALossIsActedOnAfterTheHold) {
+  Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms);
+  Start();
+  FailedWorker f;
+  f.node_rank = 1;
+  f.process_id = 2;
+  f.exit_code = 7;
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, f, &root).ok());
+  FailedWorker later = f;
+  later.node_rank = 2;
+  bool second_root = true;
+  ASSERT_TRUE(service_->ReportFailure(0, later, &second_root).ok());
+  EXPECT_FALSE(second_root);  // the first report is the root cause
+  *now_ += 199ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);
+  *now_ += 2ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kStopped);
+  EXPECT_EQ(service_->ExitCode(), 7);
+  EXPECT_EQ(service_->RootCause()->node_rank, 1);
 }
 
 TEST(ServiceWithoutARange, ALostNodeHearsTheJobsEndNotAFence) {
