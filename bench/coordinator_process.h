@@ -54,8 +54,8 @@ class CoordinatorProcess {
   bool stopped_ = false;
 };
 
-// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M]`: serves on 127.0.0.1:0, prints
-// "port P", serves until stdin closes, then prints "shutdown_s S".
+// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M]`: serves on 127.0.0.1:0,
+// prints "port P", serves until stdin closes, then prints "shutdown_s S".
 int CoordinatorMain(const Flags& flags);
 
 // Reads one line from `fd`, waiting up to `timeout_s`; empty at end of file or timeout.

@@ -2,7 +2,8 @@
 //   distrun-bench detect [--distrun PATH] [--runs N]
 //   distrun-bench launch [--distrun PATH] [--runs N] [--nproc N]
 //   distrun-bench rendezvous [--agents N[,N...]] [--agents-per-connection K] [--threads T]
-//                            [--client framed|raw|grpc] [--heartbeat-ms MS] [--heartbeat-timeout-ms MS] [--hold-s S]
+//                            [--client framed|raw|grpc] [--heartbeat-ms MS] [--heartbeat-timeout-ms MS]
+//                            [--hold-s S]
 //                            [--perf FILE]
 //   distrun-bench kv [--clients N] [--seconds S] [--perf FILE]
 //   distrun-bench agent-memory [--distrun PATH]
@@ -61,10 +62,12 @@ int Dispatch(const std::string& which, int argc, char** argv) {
                                                   "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
   }
   if (which == "coordinator") {
-    return distrun::bench::CoordinatorMain(Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes"}));
+    return distrun::bench::CoordinatorMain(
+        Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes"}));
   }
   if (which == "elastic") {
-    return distrun::bench::ElasticBench(Flags(argc, argv, 2, {"agents", "trials", "threads", "heartbeat-timeout-ms"}));
+    return distrun::bench::ElasticBench(
+        Flags(argc, argv, 2, {"agents", "trials", "threads", "heartbeat-timeout-ms"}));
   }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {

@@ -41,8 +41,8 @@ std::vector<Trial> RunAgents(int agents, int trials, int threads, int heartbeat_
   o.threads = threads;
   o.rejoin = true;
   // Heartbeats at the pace distrun's agents keep for a job of this size (runtime/agent.h).
-  o.heartbeat_ms = static_cast<int>(
-      HeartbeatInterval(std::chrono::milliseconds(heartbeat_timeout_ms), agents).count());
+  o.heartbeat_ms =
+      static_cast<int>(HeartbeatInterval(std::chrono::milliseconds(heartbeat_timeout_ms), agents).count());
   FramedAgents sim(o);
   sim.Start();
   if (!sim.WaitPassed(600)) {
@@ -57,7 +57,8 @@ std::vector<Trial> RunAgents(int agents, int trials, int threads, int heartbeat_
     const double cpu_before = coordinator.CpuSeconds();
     sim.Drop(victim);
     if (!sim.progress().WaitRejoined(120)) {
-      std::fprintf(stderr, "elastic: %d agents, trial %d: the survivors did not all join epoch %d (%d of %d): %s\n",
+      std::fprintf(stderr,
+                   "elastic: %d agents, trial %d: the survivors did not all join epoch %d (%d of %d): %s\n",
                    agents, t, t, sim.progress().rejoined, agents - t, sim.progress().first_error.c_str());
       return {};
     }
@@ -108,13 +109,15 @@ int ElasticBench(const Flags& flags) {
     }
     std::sort(s.begin(), s.end());
     const double median = s[s.size() / 2], worst = s.back();
-    std::printf("%6d agents: %d losses; next epoch held by every survivor after median %.4f s, max %.4f s "
-                "(each: %s); coordinator CPU %.4f s per loss\n",
-                n, trials, median, worst, each.c_str(), cpu / static_cast<double>(runs.size()));
+    std::printf(
+        "%6d agents: %d losses; next epoch held by every survivor after median %.4f s, max %.4f s "
+        "(each: %s); coordinator CPU %.4f s per loss\n",
+        n, trials, median, worst, each.c_str(), cpu / static_cast<double>(runs.size()));
     char row[256];
-    std::snprintf(row, sizeof row,
-                  "%s{\"agents\": %d, \"losses\": %d, \"median_s\": %.4f, \"max_s\": %.4f, \"cpu_per_loss_s\": %.4f}",
-                  i ? ", " : "", n, trials, median, worst, cpu / static_cast<double>(runs.size()));
+    std::snprintf(
+        row, sizeof row,
+        "%s{\"agents\": %d, \"losses\": %d, \"median_s\": %.4f, \"max_s\": %.4f, \"cpu_per_loss_s\": %.4f}",
+        i ? ", " : "", n, trials, median, worst, cpu / static_cast<double>(runs.size()));
     json += row;
     std::fflush(stdout);
   }

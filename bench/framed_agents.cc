@@ -131,7 +131,8 @@ class FramedAgents::Loop final : public SimLoop {
   // A lost node, as the coordinator sees one whose distrun died: its connection closes.
   void DropIfMine(int rank) {
     for (Connection& c : connections_) {
-      if (c.ended || rank < c.first_rank || rank >= c.first_rank + static_cast<int>(c.agents.size())) continue;
+      if (c.ended || rank < c.first_rank || rank >= c.first_rank + static_cast<int>(c.agents.size()))
+        continue;
       shared_.control.drop_rank = -1;
       shared_.control.dropped_at = MonotonicSeconds();
       ::close(c.fd);

@@ -162,9 +162,9 @@ void AgentProgress::CountRejoin(int round) {
 
 bool AgentProgress::WaitRejoined(double timeout_s) {
   std::unique_lock lock(mu);
-  return cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                     [this] { return rejoined == rejoin_total || failed > 0; }) &&
-         failed == 0;
+  return cv.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] {
+    return rejoined == rejoin_total || failed > 0;
+  }) && failed == 0;
 }
 
 void SimAgents::StopHeartbeats() {

@@ -59,7 +59,8 @@ void WarnIfPmiUnclaimed(const Environment& env, const ExplicitTopology& ex, Topo
   if (ex.method != "auto" || t.method != "local") return;
   std::string seen;
   for (const char* name : {"PMI_RANK", "PMI_SIZE"}) {
-    if (const std::string* v = env.Get(name)) seen += (seen.empty() ? "" : " and ") + std::string(name) + "=" + *v;
+    if (const std::string* v = env.Get(name))
+      seen += (seen.empty() ? "" : " and ") + std::string(name) + "=" + *v;
   }
   if (seen.empty()) return;
   const Detector* pmi = FindDetector("pmi");

@@ -471,7 +471,8 @@ TEST(Detection, UnclaimedPmiVariablesWarn) {
   EXPECT_EQ(t.method, "local");
   ASSERT_EQ(t.warnings.size(), 1u);
   const std::string& w = t.warnings[0];
-  EXPECT_TRUE(Contains(w, "PMI_RANK=2 and PMI_SIZE=4 are set but no launcher distrun knows claims them")) << w;
+  EXPECT_TRUE(Contains(w, "PMI_RANK=2 and PMI_SIZE=4 are set but no launcher distrun knows claims them"))
+      << w;
   EXPECT_TRUE(Contains(w, "MPI_LOCALRANKID")) << w;
   EXPECT_TRUE(Contains(w, "--cluster-detection-method mpi")) << w;
   EXPECT_EQ(w.find('\n'), std::string::npos) << w;

@@ -226,11 +226,13 @@ TEST(TpuDetector, MissingOrEmptyAddressFileIsAnErrorWithoutFallback) {
     return UsageMessage(TpuDetector(), env);
   };
   std::string missing = message("/absent");
-  EXPECT_NE(missing.find("TPU_PROCESS_ADDRESSES_PATH='/absent' names a file that cannot be read (No such file"),
-            std::string::npos)
+  EXPECT_NE(
+      missing.find("TPU_PROCESS_ADDRESSES_PATH='/absent' names a file that cannot be read (No such file"),
+      std::string::npos)
       << missing;
   std::string empty = message("/empty");
-  EXPECT_NE(empty.find("TPU_PROCESS_ADDRESSES_PATH='/empty' names an empty file"), std::string::npos) << empty;
+  EXPECT_NE(empty.find("TPU_PROCESS_ADDRESSES_PATH='/empty' names an empty file"), std::string::npos)
+      << empty;
   std::string holes = message("/holes");
   EXPECT_NE(holes.find("TPU_PROCESS_ADDRESSES_PATH file /holes='h0:1,,h1:1' has an empty entry"),
             std::string::npos)

@@ -88,7 +88,8 @@ std::string TextReport(const Plan& plan, const Options& options) {
   if (const std::optional<ElasticRange>& e = options.elastic) {
     std::string spares = SpareNodes(*e, plan.layout.units);
     line("elastic", std::to_string(e->min_nodes) + ".." + std::to_string(e->max_nodes) + " nodes, policy " +
-                        ElasticPolicyName(e->policy) + (spares.empty() ? "" : "; nodes " + spares + " start as spares"));
+                        ElasticPolicyName(e->policy) +
+                        (spares.empty() ? "" : "; nodes " + spares + " start as spares"));
   }
   if (per_task) {
     line("process id", std::to_string(t.task_id) + " (local rank " + std::to_string(t.local_task) + " of " +

@@ -76,7 +76,8 @@ std::string FormatTorchError(int rank, const TorchError& error) {
   if (stack.empty()) return out;
   const size_t shown = std::min(stack.size(), kTracebackLines);
   out += "\n  traceback";
-  if (shown < stack.size()) out += " (last " + std::to_string(shown) + " of " + std::to_string(stack.size()) + " lines)";
+  if (shown < stack.size())
+    out += " (last " + std::to_string(shown) + " of " + std::to_string(stack.size()) + " lines)";
   out += ":";
   for (size_t i = stack.size() - shown; i < stack.size(); ++i) out += "\n    " + std::string(stack[i]);
   return out;

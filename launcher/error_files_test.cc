@@ -36,10 +36,10 @@ TEST(TorchErrorFile, AcceptsAPlainMessage) {
 }
 
 TEST(TorchErrorFile, OtherContentSaysWhy) {
-  for (auto [content, why] : {std::pair{"{not json", "it is not JSON"},
-                              std::pair{R"({"error": "x"})", "no \"message\" field"},
-                              std::pair{"[1, 2]", "no \"message\" field"},
-                              std::pair{R"({"message": {"extraInfo": {}}})", "neither text nor"}}) {
+  for (auto [content, why] :
+       {std::pair{"{not json", "it is not JSON"}, std::pair{R"({"error": "x"})", "no \"message\" field"},
+        std::pair{"[1, 2]", "no \"message\" field"},
+        std::pair{R"({"message": {"extraInfo": {}}})", "neither text nor"}}) {
     std::string problem;
     EXPECT_FALSE(ParseTorchErrorFile(content, &problem)) << content;
     EXPECT_NE(problem.find(why), std::string::npos) << content << ": " << problem;

@@ -29,10 +29,10 @@ class JobLinkError : public std::runtime_error {
 struct JobDecision {
   enum class Kind { kStop, kRestart, kComplete };
   Kind kind = Kind::kStop;
-  int exit_code = 0;      // kStop: the root cause's
-  int restart_round = 0;  // kRestart: the round to join (the next epoch)
+  int exit_code = 0;       // kStop: the root cause's
+  int restart_round = 0;   // kRestart: the round to join (the next epoch)
   bool node_lost = false;  // kRestart: an elastic job goes on without a lost node
-  std::string reason;     // kStop, kRestart: what happened, naming rank, node and host
+  std::string reason;      // kStop, kRestart: what happened, naming rank, node and host
 };
 
 class JobLink {

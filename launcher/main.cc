@@ -110,7 +110,8 @@ int Run(int argc, const char* const* argv) {
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
   // Every distrun is an agent of the job's runtime; node 0's also hosts its service.
-  JobLinkFactory make_link = [plan, options, env, log](const std::string& leaving) -> std::unique_ptr<JobLink> {
+  JobLinkFactory make_link = [plan, options, env,
+                              log](const std::string& leaving) -> std::unique_ptr<JobLink> {
     return std::make_unique<RuntimeLink>(plan, options, env, log, leaving);
   };
   int exit_code = 0;

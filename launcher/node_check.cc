@@ -23,7 +23,8 @@ std::string Seconds(double s) {
 
 }  // namespace
 
-NodeCheckResult RunNodeCheck(const std::string& command, const std::vector<std::string>& env, double timeout_s) {
+NodeCheckResult RunNodeCheck(const std::string& command, const std::vector<std::string>& env,
+                             double timeout_s) {
   std::vector<std::string> argv_text = {"/bin/sh", "-c", command};
   std::vector<char*> argv, envp;
   for (std::string& a : argv_text) argv.push_back(a.data());

@@ -15,6 +15,7 @@ struct NodeCheckResult {
 
 // Runs `command` with `env` ("NAME=value"), its output on distrun's stdout and stderr, in a process group of
 // its own that is killed whole when it runs past `timeout_s`. The caller's blocked signals are not inherited.
-NodeCheckResult RunNodeCheck(const std::string& command, const std::vector<std::string>& env, double timeout_s);
+NodeCheckResult RunNodeCheck(const std::string& command, const std::vector<std::string>& env,
+                             double timeout_s);
 
 }  // namespace distrun

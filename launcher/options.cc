@@ -166,7 +166,9 @@ const std::vector<OptionSpec> kTable = {
     {"nnodes", "MIN:MAX",
      "an elastic job: it goes on while at least MIN of its nodes live (MIN..MAX also works; N: no range)",
      nullptr,
-     [](Options& o, const std::string& where, const std::string& v) { o.elastic = ParseNodeRange(where, v); }},
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.elastic = ParseNodeRange(where, v);
+     }},
     {"elastic-policy", "resize|spares",
      "with --nnodes: resize (every live node works) or spares (MIN nodes work, the others wait to replace a "
      "lost one)",

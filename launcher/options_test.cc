@@ -391,7 +391,9 @@ TEST(ElasticOptions, RangeSpellingsAndPolicy) {
 TEST(ElasticOptions, AnElasticJobNoticesSilenceSoonerUnlessTold) {
   EXPECT_EQ(ResolveOptions({}, {}, {}).heartbeat_timeout_s, 10);
   EXPECT_EQ(ResolveOptions(Flag("nnodes", "2:3"), {}, {}).heartbeat_timeout_s, kElasticHeartbeatTimeoutS);
-  EXPECT_EQ(ResolveOptions(Flag("nnodes", "2:3"), {{"DISTRUN_HEARTBEAT_TIMEOUT", "20"}}, {}).heartbeat_timeout_s, 20);
+  EXPECT_EQ(
+      ResolveOptions(Flag("nnodes", "2:3"), {{"DISTRUN_HEARTBEAT_TIMEOUT", "20"}}, {}).heartbeat_timeout_s,
+      20);
 }
 
 }  // namespace

@@ -653,7 +653,8 @@ TEST(Plan, AnElasticSlurmStepIsToldAboutNoKill) {
   t.method = "slurm";
   Plan plan = Build(t, o, EnvWithoutGpus());
   ASSERT_FALSE(plan.warnings.empty());
-  EXPECT_NE(plan.warnings.back().find("--nnodes 2:3 in a Slurm step"), std::string::npos) << plan.warnings.back();
+  EXPECT_NE(plan.warnings.back().find("--nnodes 2:3 in a Slurm step"), std::string::npos)
+      << plan.warnings.back();
   EXPECT_NE(plan.warnings.back().find("srun --no-kill"), std::string::npos);
   t.method = "local";
   for (const std::string& w : Build(t, o, EnvWithoutGpus()).warnings) {

@@ -136,10 +136,11 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
                      " distrun processes needs one coordinator port that all of them know; give "
                      "--coordinator-port PORT (or HOST:PORT in --coordinator-address)");
   }
-  if (options.elastic && (num_nodes_ < options.elastic->min_nodes || num_nodes_ > options.elastic->max_nodes)) {
+  if (options.elastic &&
+      (num_nodes_ < options.elastic->min_nodes || num_nodes_ > options.elastic->max_nodes)) {
     throw UsageError("--nnodes " + std::to_string(options.elastic->min_nodes) + ":" +
-                     std::to_string(options.elastic->max_nodes) + " does not fit the " + std::to_string(num_nodes_) +
-                     " distrun processes the launcher started; start between " +
+                     std::to_string(options.elastic->max_nodes) + " does not fit the " +
+                     std::to_string(num_nodes_) + " distrun processes the launcher started; start between " +
                      std::to_string(options.elastic->min_nodes) + " and " +
                      std::to_string(options.elastic->max_nodes) + " of them, or change --nnodes");
   }

@@ -63,7 +63,7 @@ class RuntimeLink final : public JobLink {
   std::string token_;
   int node_rank_ = 0;
   int num_nodes_ = 1;
-  bool seats_are_nodes_ = false;  // an elastic per-node job: the epoch's node ranks are the workers' 
+  bool seats_are_nodes_ = false;  // an elastic per-node job: the epoch's node ranks are the workers'
   std::string worker_address_;
   std::unique_ptr<CoordinationService> service_;
   std::unique_ptr<GrpcServer> server_;

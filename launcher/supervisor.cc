@@ -320,7 +320,8 @@ void Supervisor::ArmWatchdog(bool on) {
 }
 
 Supervisor::Clock::duration Supervisor::WatchdogPulse() const {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options_.heartbeat_timeout_s / 5));
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.heartbeat_timeout_s / 5));
 }
 
 std::string Supervisor::CheckNode(int epoch) {
@@ -387,12 +388,13 @@ void Supervisor::JoinRound(int round) {
   if (assignment.spare) {
     log_->info("epoch {}: this node is a hot spare (no workers) until a node of the job is lost", round);
   } else if (options_.elastic) {
-    log_->info("epoch {}: node {} of {}, ranks {}..{} of {}", round, assignment.node_rank, assignment.num_nodes,
-               assignment.rank_offset, assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1,
-               assignment.num_processes);
+    log_->info("epoch {}: node {} of {}, ranks {}..{} of {}", round, assignment.node_rank,
+               assignment.num_nodes, assignment.rank_offset,
+               assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1, assignment.num_processes);
   } else {
     log_->debug("rendezvous round {}: ranks {}..{} of {} on this node", round, assignment.rank_offset,
-                assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1, assignment.num_processes);
+                assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1,
+                assignment.num_processes);
   }
 }
 

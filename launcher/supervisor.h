@@ -182,7 +182,7 @@ class Supervisor {
   Clock::time_point next_pulse_;
   int restart_count_ = 0;     // the epoch: every start of the workers after the first
   int failure_restarts_ = 0;  // of those, the restarts after a worker failure (--max-restarts)
-  bool no_restart_ = false;  // a signal, --timeout or StopJob ends the job whatever --max-restarts says
+  bool no_restart_ = false;   // a signal, --timeout or StopJob ends the job whatever --max-restarts says
   std::optional<RootCause> root_cause_;
   std::optional<std::pair<int, std::string>> pending_stop_;  // StopJob before Run
 

@@ -9,7 +9,9 @@ const char* ElasticPolicyName(ElasticPolicy policy) {
 }
 
 Membership::Membership(int agents, ElasticRange range)
-    : range_(range), live_(agents), lost_(static_cast<size_t>(agents), false),
+    : range_(range),
+      live_(agents),
+      lost_(static_cast<size_t>(agents), false),
       seats_(static_cast<size_t>(agents)) {
   if (range.min_nodes < 1 || range.max_nodes < range.min_nodes) {
     throw std::invalid_argument("the node range " + std::to_string(range.min_nodes) + ".." +
@@ -41,7 +43,8 @@ void Membership::Seat() {
     int& holder = by_seat_[static_cast<size_t>(s)];
     if (holder >= 0 && !lost(holder)) continue;
     if (holder >= 0) seats_[static_cast<size_t>(holder)].reset();
-    while (next_spare < agents() && (lost(next_spare) || seats_[static_cast<size_t>(next_spare)])) ++next_spare;
+    while (next_spare < agents() && (lost(next_spare) || seats_[static_cast<size_t>(next_spare)]))
+      ++next_spare;
     holder = next_spare;  // live_ >= min_nodes, so one is there
     seats_[static_cast<size_t>(holder)] = s;
   }

@@ -82,8 +82,8 @@ std::string DescribeFailure(const FailedWorker& failure);
 struct JobEvent {
   enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined };
   Kind kind = Kind::kHeartbeat;
-  int exit_code = 0;      // kStop
-  int restart_round = 0;  // kRestart: the round to join next
+  int exit_code = 0;       // kStop
+  int restart_round = 0;   // kRestart: the round to join next
   bool node_lost = false;  // kRestart: a member was lost (elastic), not a worker failure
   FailedWorker root_cause;
   Status join_status;         // kJoined: the answer to a join sent on the stream
