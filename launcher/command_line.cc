@@ -1,7 +1,6 @@
 #include "launcher/command_line.h"
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 
 #include "detect/errors.h"
@@ -15,7 +14,7 @@ constexpr const char* kUsage =
     "  distrun [OPTIONS] -- COMMAND [ARGS...]      spawn workers for COMMAND and supervise them\n"
     "  distrun --detect [--format FORMAT]          print the detected topology and the per-worker plan\n"
     "  distrun --dry-run [OPTIONS] -- COMMAND      print the plan for COMMAND and exit\n"
-    "  distrun kv VERB ARGS...                     the job's key-value store, from a worker (set, get, ls, ...)\n"
+    "  distrun kv VERB ARGS...                     the job's key-value store, from a worker (get, set...)\n"
     "  distrun barrier NAME [--timeout S]          wait until every worker of the job reaches barrier NAME\n"
     "  distrun check [OPTIONS] [-- CHECK-OPTIONS]  NCCL all-reduce bandwidth over the GPUs\n\n"
     "Every option can also be set as an environment variable DISTRUN_<NAME> (dashes become underscores)\n"

@@ -330,7 +330,8 @@ JobEvent CoordinationService::FencedEvent(int node_rank) const {
     if (lost == node_rank) epoch = in_epoch;
   }
   event.root_cause.description = kFencedPrefix + ("lost in epoch " + std::to_string(epoch)) +
-                                 ", and the job went on without it (now epoch " + std::to_string(round_) + ")";
+                                 ", and the job went on without it (now epoch " + std::to_string(round_) +
+                                 ")";
   return event;
 }
 
@@ -353,16 +354,14 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   losses_.emplace_back(node_rank, round_);
   NodeState& node = nodes_[static_cast<size_t>(node_rank)];
   node.heartbeat_deadline.reset();
-  // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (once the
-  // epoch it is left out of has begun, which the message names).
-  struct FenceOnReturn {
-    CoordinationService& service;
-    int node_rank;
-    ~FenceOnReturn() {
-      const NodeState& n = service.nodes_[static_cast<size_t>(node_rank)];
-      if (n.stream && service.Fenced(node_rank)) service.sinks_[*n.stream](service.FencedEvent(node_rank));
-    }
-  } fence{*this, node_rank};
+  GoOnWithout(node_rank, member, loss, std::move(f), completions);
+  // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (now that
+  // the epoch it is left out of has begun, which the message names).
+  if (node.stream && Fenced(node_rank)) sinks_[*node.stream](FencedEvent(node_rank));
+}
+
+void CoordinationService::GoOnWithout(int node_rank, bool member, Membership::Loss loss, FailedWorker f,
+                                      Completions& completions) {
   if (loss == Membership::Loss::kTooFew) {
     if (config_.elastic) {
       std::vector<std::string> lost;
@@ -376,6 +375,7 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   }
   if (state_ == JobState::kRendezvous) {
     // The epoch has not begun: it simply goes on without this node (its seat is given again).
+    NodeState& node = nodes_[static_cast<size_t>(node_rank)];
     if (node.join) {
       node.join.reset();
       if (node.join_done) {

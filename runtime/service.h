@@ -156,6 +156,10 @@ class CoordinationService {
   void Broadcast(const JobEvent& event);
   void RecordFailure(const FailedWorker& failure, bool allow_restart, Completions& completions);
   void LoseNode(int node_rank, const std::string& why, Completions& completions);
+  // After LoseNode recorded a loss: the job stops (too few left), the epoch being formed goes on without the
+  // node, or the next epoch begins (a member was lost while the workers ran).
+  void GoOnWithout(int node_rank, bool member, Membership::Loss loss, FailedWorker f,
+                   Completions& completions);
   void BeginEpoch(JobEvent event, Completions& completions);
   void StopJob(const FailedWorker& failure, Completions& completions);
   bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
@@ -166,8 +170,8 @@ class CoordinationService {
   mutable std::mutex mu_;
   bool shut_down_ = false;
   JobState state_ = JobState::kRendezvous;
-  int round_ = 0;     // the epoch; one more after each restart or lost member
-  int restarts_ = 0;  // epochs begun after a worker failure (--max-restarts)
+  int round_ = 0;                            // the epoch; one more after each restart or lost member
+  int restarts_ = 0;                         // epochs begun after a worker failure (--max-restarts)
   std::vector<std::pair<int, int>> losses_;  // (node rank, epoch it was lost in)
   std::optional<std::pair<FailedWorker, Clock::time_point>> held_failure_;  // and when it is acted on
   Clock::time_point round_deadline_;

@@ -31,6 +31,15 @@ struct Stream {
   }
 };
 
+// Worker `process` on node `node` exited with `code`.
+FailedWorker Failure(int node, int process, int code) {
+  FailedWorker f;
+  f.node_rank = node;
+  f.process_id = process;
+  f.exit_code = code;
+  return f;
+}
+
 class ElasticServiceTest : public ::testing::Test {
  protected:
   void Make(int nodes, ElasticRange range, int max_restarts = 0, std::chrono::milliseconds hold = 0ms) {
@@ -102,7 +111,8 @@ TEST_F(ElasticServiceTest, ResizeGoesOnWithTheSurvivorsInTheNextEpoch) {
     EXPECT_NE(restart->root_cause.description.find("node lost: its distrun disconnected"), std::string::npos);
   }
   EXPECT_EQ(service_->State(), JobState::kRendezvous);
-  EXPECT_EQ(service_->RendezvousProgress(), "waiting for 0 of 2 nodes; missing: node 0 (host-a), node 2 (host-c)");
+  EXPECT_EQ(service_->RendezvousProgress(),
+            "waiting for 0 of 2 nodes; missing: node 0 (host-a), node 2 (host-c)");
 
   auto j0 = Join(0, 1);
   auto j2 = Join(2, 1);
@@ -154,7 +164,9 @@ TEST_F(ElasticServiceTest, SilenceLosesANodeAndItIsFencedWhenItComesBack) {
   const JobEvent* fenced = streams_[1].Last(JobEvent::Kind::kStop);
   ASSERT_NE(fenced, nullptr);
   EXPECT_EQ(fenced->exit_code, kFencedExitCode);
-  EXPECT_NE(fenced->root_cause.description.find("fenced: lost in epoch 0, and the job went on without it (now epoch 1)"), std::string::npos)
+  EXPECT_NE(fenced->root_cause.description.find(
+                "fenced: lost in epoch 0, and the job went on without it (now epoch 1)"),
+            std::string::npos)
       << fenced->root_cause.description;
   streams_[1].events->clear();
   service_->Heartbeat(streams_[1].id);
@@ -190,8 +202,8 @@ TEST_F(ElasticServiceTest, BelowTheMinimumTheJobEndsNamingTheLostNodes) {
   const JobEvent* stop = streams_[0].Last(JobEvent::Kind::kStop);
   ASSERT_NE(stop, nullptr);
   EXPECT_EQ(stop->exit_code, kLostAgentExitCode);
-  EXPECT_NE(stop->root_cause.description.find(
-                "1 node(s) left, fewer than the 2 the job needs (--nnodes); lost: node 2 (host-c), node 1 (host-b)"),
+  EXPECT_NE(stop->root_cause.description.find("1 node(s) left, fewer than the 2 the job needs (--nnodes); "
+                                              "lost: node 2 (host-c), node 1 (host-b)"),
             std::string::npos)
       << stop->root_cause.description;
 }
@@ -245,10 +257,7 @@ TEST_F(ElasticServiceTest, NodeLossesDoNotUseRestarts) {
   service_->DetachAgent(streams_[2].id);  // epoch 1, no restart used
   Join(0, 1);
   Join(1, 1);
-  FailedWorker f;
-  f.node_rank = 1;
-  f.process_id = 3;
-  f.exit_code = 7;
+  FailedWorker f = Failure(1, 3, 7);
   bool root = false;
   ASSERT_TRUE(service_->ReportFailure(1, f, &root).ok());
   ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
@@ -268,10 +277,7 @@ TEST_F(ElasticServiceTest, AFailureThatANodeLossExplainsIsNoFailure) {
   // all-reduce failed. The loss wins: the job goes on, and no restart is used or stop made.
   Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms);
   Start();
-  FailedWorker f;
-  f.node_rank = 1;
-  f.process_id = 2;
-  f.exit_code = 1;
+  FailedWorker f = Failure(1, 2, 1);
   bool root = false;
   ASSERT_TRUE(service_->ReportFailure(0, f, &root).ok());
   EXPECT_TRUE(root);
@@ -291,10 +297,7 @@ TEST_F(ElasticServiceTest, AFailureThatANodeLossExplainsIsNoFailure) {
 TEST_F(ElasticServiceTest, AHeldFailureWithoutALossIsActedOnAfterTheHold) {
   Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms);
   Start();
-  FailedWorker f;
-  f.node_rank = 1;
-  f.process_id = 2;
-  f.exit_code = 7;
+  FailedWorker f = Failure(1, 2, 7);
   bool root = false;
   ASSERT_TRUE(service_->ReportFailure(0, f, &root).ok());
   FailedWorker later = f;
@@ -323,7 +326,10 @@ TEST(ServiceWithoutARange, ALostNodeHearsTheJobsEndNotAFence) {
   std::vector<uint64_t> ids(2);
   for (int n = 0; n < 2; ++n) {
     events.push_back(std::make_shared<std::vector<JobEvent>>());
-    ASSERT_TRUE(service.AttachAgent(n, [e = events.back()](const JobEvent& x) { e->push_back(x); }, &ids[n]).ok());
+    ASSERT_TRUE(service
+                    .AttachAgent(
+                        n, [e = events.back()](const JobEvent& x) { e->push_back(x); }, &ids[n])
+                    .ok());
   }
   *now += 11s;
   service.Heartbeat(ids[0]);
