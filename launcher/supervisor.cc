@@ -559,6 +559,7 @@ void Supervisor::BeginStop(StopReason reason, int exit_code, int first_signal) {
   stop_reason_ = reason;
   exit_code_ = exit_code;
   killed_ = false;
+  signalled_while_stopping_ = false;
   const auto now = Clock::now();
   kill_at_ = now + std::chrono::duration_cast<Clock::duration>(
                        std::chrono::duration<double>(options_.grace_period_s));
@@ -656,9 +657,19 @@ void Supervisor::HandleSignals() {
                    SignalName(sig), SignalName(sig), Seconds(options_.grace_period_s));
         BeginStop(StopReason::kSignal, 128 + sig, sig);
       } else if (phase_ == Phase::kStopping && !killed_) {
-        // The exit code stays that of the first reason to stop.
-        log_->warn("received {} while stopping; killing the workers now", SignalName(sig));
-        kill_at_ = Clock::now();
+        // Only a signal after a signal hurries the stop: a scheduler's cancel that arrives while distrun
+        // already stops (a lost node, a failure) is the same request, and the workers' cleanup keeps its
+        // grace period. The exit code stays that of the first reason to stop.
+        if (stop_reason_ == StopReason::kSignal || signalled_while_stopping_) {
+          log_->warn("received {} while stopping; killing the workers now", SignalName(sig));
+          kill_at_ = Clock::now();
+        } else {
+          signalled_while_stopping_ = true;
+          log_->warn(
+              "received {} while stopping; the workers keep their grace period (a second signal "
+              "kills them now)",
+              SignalName(sig));
+        }
       }
       continue;
     }

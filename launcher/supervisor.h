@@ -192,7 +192,8 @@ class Supervisor {
   int stop_signal_ = SIGTERM;
   std::set<pid_t> signalled_orphans_;  // during the grace period: each orphan gets the stop signal once
   bool killed_ = false;
-  bool gave_up_ = false;  // on processes that SIGKILL does not end
+  bool signalled_while_stopping_ = false;  // a stop not begun by a signal got one: the next kills
+  bool gave_up_ = false;                   // on processes that SIGKILL does not end
   Clock::time_point give_up_at_;
   Clock::time_point next_check_;
   bool check_gone_ = false;

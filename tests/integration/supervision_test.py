@@ -185,6 +185,38 @@ class Signals(LaunchCase):
         self.assertEqual(p.returncode, 130)
         self.no_process_left()
 
+    def start_stop_by_failure(self):
+        """Rank 1 fails once rank 0 is ready; rank 0 cleans up for 1.5 s on TERM. Returns once the cleanup
+        began, so distrun is stopping for a reason other than a signal."""
+        script = (f'if [ "$RANK" = 1 ]; then while [ ! -e {self.dir}/ready-0 ]; do sleep 0.02; done; exit 3; fi; '
+                  f"trap 'touch {self.dir}/term-begun; sleep 1.5; touch {self.dir}/term-done; exit 0' TERM; "
+                  f"touch {self.dir}/ready-0; while :; do sleep 0.05; done")
+        p = self.popen(["--nproc-per-node", "2", "--grace-period", "60", "--", "sh", "-c", script])
+        self.wait_for_files("term-begun")
+        return p
+
+    def test_a_signal_while_stopping_for_a_failure_keeps_the_grace_period(self):
+        # A scheduler's cancel often arrives just after distrun began to stop for another reason (a node of
+        # the job was lost first): it asks for the same stop, and the workers' cleanup must still finish.
+        p = self.start_stop_by_failure()
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+        self.assertTrue(os.path.exists(self.path("term-done")), err)
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("the workers keep their grace period", err)
+        self.no_process_left()
+
+    def test_two_signals_while_stopping_for_a_failure_kill_at_once(self):
+        p = self.start_stop_by_failure()
+        p.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+        self.assertFalse(os.path.exists(self.path("term-done")), err)
+        self.assertEqual(p.returncode, 3, err)
+        self.assertIn("killing the workers now", err)
+        self.no_process_left()
+
 
 class KilledDistrun(LaunchCase):
     def test_sigkill_of_distrun_leaves_nothing(self):
