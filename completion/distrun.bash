@@ -8,7 +8,8 @@
 _distrun_flags="-h --help --detect --dry-run --version -v --verbose"
 _distrun_value_options="--config --cluster-detection-method --coordinator-address --coordinator-port
   --num-processes --process-id --num-nodes --node-rank --local-device-ids --nproc-per-node --launch-mode
-  --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --node-check --node-check-timeout --format --log-level --grace-period
+  --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --scale-up
+  --scale-up-notice --change-signal --join --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
   --heartbeat-timeout --initialization-timeout --coordinator-bind-address --cpu-bind"
 _distrun_verbs="kv barrier check"
@@ -29,6 +30,8 @@ _distrun_values() {
         --tag-output) words="auto on off" ;;
         --cpu-bind) words="none gpu numa" ;;
         --elastic-policy) words="resize spares" ;;
+        --scale-up) words="never next-restart now" ;;
+        --change-signal) words="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
         --log-level) words="trace debug info warn error off" ;;
         --export) list="torch jax keras distrun" ;;
         --forward-signals) list="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;

@@ -86,10 +86,15 @@ std::string TextReport(const Plan& plan, const Options& options) {
                         std::to_string(plan.layout.local_workers) + " started here");
   line("nodes", std::to_string(a.num_nodes) + ", this is node " + std::to_string(a.node_rank));
   if (const std::optional<ElasticRange>& e = options.elastic) {
-    std::string spares = SpareNodes(*e, plan.layout.units);
-    line("elastic", std::to_string(e->min_nodes) + ".." + std::to_string(e->max_nodes) + " nodes, policy " +
-                        ElasticPolicyName(e->policy) +
-                        (spares.empty() ? "" : "; nodes " + spares + " start as spares"));
+    std::string spares = options.join ? "" : SpareNodes(*e, plan.layout.units);
+    line("elastic",
+         std::to_string(e->min_nodes) + ".." + std::to_string(e->max_nodes) + " nodes, policy " +
+             ElasticPolicyName(e->policy) +
+             (e->policy == ElasticPolicy::kResize ? std::string(", scale-up ") + ScaleUpName(e->scale_up)
+                                                  : std::string()) +
+             (spares.empty() ? "" : "; nodes " + spares + " start as spares"));
+    if (options.join)
+      line("joins", "the running job at " + *options.join + " as a new node (node rank after admission)");
   }
   if (per_task) {
     line("process id", std::to_string(t.task_id) + " (local rank " + std::to_string(t.local_task) + " of " +
@@ -209,13 +214,17 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
       {"gpu_source", plan.layout.gpu_source},
       {"cpu_bind", CpuBindName(options.cpu_bind)},
       {"run_id", a.run_id},
-      {"elastic", options.elastic ? ReportValue(ReportMap{
-                                        {"min_nodes", options.elastic->min_nodes},
-                                        {"max_nodes", options.elastic->max_nodes},
-                                        {"policy", ElasticPolicyName(options.elastic->policy)},
-                                        {"spare_nodes", SpareNodes(*options.elastic, plan.layout.units)},
-                                    })
-                                  : ReportValue(nullptr)},
+      {"elastic", options.elastic
+                      ? ReportValue(ReportMap{
+                            {"min_nodes", options.elastic->min_nodes},
+                            {"max_nodes", options.elastic->max_nodes},
+                            {"policy", ElasticPolicyName(options.elastic->policy)},
+                            {"scale_up", ScaleUpName(options.elastic->scale_up)},
+                            {"spare_nodes",
+                             options.join ? std::string() : SpareNodes(*options.elastic, plan.layout.units)},
+                            {"join", options.join ? ReportValue(*options.join) : ReportValue(nullptr)},
+                        })
+                      : ReportValue(nullptr)},
       {"slice_index", t.slice_index ? ReportValue(*t.slice_index) : ReportValue(nullptr)},
       {"workers", std::move(workers)},
       {"warnings", Strings(plan.warnings)},

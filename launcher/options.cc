@@ -181,6 +181,50 @@ const std::vector<OptionSpec> kTable = {
          Bad(where, v, "use resize or spares");
        o.elastic_policy = policy;
      }},
+    {"scale-up", "never|next-restart|now",
+     "with --nnodes and --elastic-policy resize: when a node that arrives later (--join) joins the world: "
+     "never "
+     "(only in a lost node's place), at the next restart, or now (the job restarts with it)",
+     "next-restart",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "never")
+         o.scale_up = ScaleUp::kNever;
+       else if (v == "next-restart")
+         o.scale_up = ScaleUp::kNextRestart;
+       else if (v == "now")
+         o.scale_up = ScaleUp::kNow;
+       else
+         Bad(where, v, "use never, next-restart or now");
+     }},
+    {"scale-up-notice", "SECONDS",
+     "with --scale-up now: how long the workers have, after they were told that a node arrived, before the "
+     "job restarts with it",
+     "0",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.scale_up_notice_s = ParseSeconds(where, v);
+     }},
+    {"change-signal", "SIGNAL",
+     "sent to every worker when a change of the world is coming (a node arrived; the key distrun/change "
+     "says so too), so that it can checkpoint first: a name like USR1, or none",
+     "none",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "none") {
+         o.change_signal.reset();
+         return;
+       }
+       std::vector<int> sig = ParseForwardSignals(where, v);
+       if (sig.size() != 1) Bad(where, v, "name one signal, e.g. USR1, or none");
+       o.change_signal = sig.front();
+     }},
+    {"join", "HOST:PORT",
+     "arrive at a running elastic job whose coordinator listens on HOST:PORT, as a new node (a repaired or "
+     "replacement host); needs the job's --nnodes, --run-id and token",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       HostPort hp = ParseHostPort(where, v);
+       if (hp.host.empty() || !hp.port) Bad(where, v, "give the job's coordinator as HOST:PORT");
+       o.join = v;
+     }},
     {"node-check", "CMD",
      "a health check (sh -c CMD) run before this node joins the job and before every later epoch; a non-zero "
      "exit makes the node leave the job (with --nnodes the job goes on without it)",
@@ -376,8 +420,26 @@ Options ResolveOptions(const RawValues& flags,
     options.effective[spec.name] = {chosen->value, source};
   }
 
+  if (options.join) {
+    if (!options.elastic) {
+      throw UsageError(
+          "--join needs the job's node range: give the same --nnodes MIN:MAX as the job's other "
+          "distrun processes");
+    }
+    if (!options.run_id) {
+      throw UsageError(
+          "--join needs the job's run id: give the same --run-id as the job's other distrun "
+          "processes (a late node cannot guess it)");
+    }
+    if (options.topology.coordinator_address && *options.topology.coordinator_address != *options.join) {
+      throw UsageError("--join " + *options.join + " and --coordinator-address " +
+                       *options.topology.coordinator_address + " disagree; give only --join");
+    }
+    options.topology.coordinator_address = *options.join;
+  }
   if (options.elastic) {
     options.elastic->policy = options.elastic_policy;
+    options.elastic->scale_up = options.scale_up;
     // An elastic job goes on without a silent node, so noticing it sooner is the point; 3 s keeps a frozen
     // or cut-off node's loss within 5 s of the next epoch (bench/RESULTS.md says what it costs at scale).
     Options::Effective& timeout = options.effective["heartbeat-timeout"];

@@ -32,6 +32,11 @@ struct Options {
   // Elastic membership (--nnodes MIN:MAX, --elastic-policy): unset, losing any node ends the job.
   std::optional<ElasticRange> elastic;
   ElasticPolicy elastic_policy = ElasticPolicy::kResize;  // folded into `elastic` once every source is read
+  ScaleUp scale_up = ScaleUp::kNextRestart;               // likewise
+  double scale_up_notice_s = 0;      // scale-up now: from the change notice to the next epoch
+  std::optional<int> change_signal;  // sent to the workers when a change of the world is coming
+  // --join HOST:PORT: this distrun arrives at a running elastic job whose coordinator is there.
+  std::optional<std::string> join;
   std::optional<std::string> node_check;  // sh -c command run before each epoch; failing, the node leaves
   double node_check_timeout_s = 60;
   DetectFormat format = DetectFormat::kText;

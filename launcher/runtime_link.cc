@@ -95,7 +95,12 @@ JobDecision ToDecision(const JobEvent& e) {
       d.kind = JobDecision::Kind::kRestart;
       d.restart_round = e.restart_round;
       d.node_lost = e.node_lost;
-      d.reason = DescribeFailure(e.root_cause);
+      d.node_arrived = e.node_arrived;
+      d.reason = e.root_cause.node_rank < 0 ? e.root_cause.description : DescribeFailure(e.root_cause);
+      break;
+    case JobEvent::Kind::kNotice:
+      d.kind = JobDecision::Kind::kNotice;
+      d.reason = e.notice;
       break;
     case JobEvent::Kind::kComplete:
       d.kind = JobDecision::Kind::kComplete;
@@ -119,24 +124,28 @@ JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environ
   }
   if (options.token_file) return {ReadTokenFile(*options.token_file), false};
   if (plan.topology.job_token && !plan.topology.job_token->empty()) return {*plan.topology.job_token, false};
-  if (plan.layout.units == 1) return {RandomHex(32), false};
-  return {DerivedToken(plan), true};
+  if (plan.layout.units == 1) return {RandomHex(32), false, true};
+  return {DerivedToken(plan), true, true};
 }
 
 RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
                          std::shared_ptr<spdlog::logger> log, const std::string& leaving)
     : log_(std::move(log)),
-      node_rank_(plan.layout.unit_index),
+      node_rank_(options.join ? kArrivingNode : plan.layout.unit_index),
       num_nodes_(plan.layout.units),
-      seats_are_nodes_(options.elastic && plan.layout.mode == LaunchMode::kPerNode) {
+      seats_are_nodes_(options.elastic && plan.layout.mode == LaunchMode::kPerNode),
+      fresh_master_port_(options.elastic && !plan.topology.master_port),
+      fresh_jax_port_(options.elastic && !options.jax_coordinator_port && !plan.topology.jax_port) {
   JobToken token = ResolveJobToken(plan, options, env);
   token_ = token.value;
-  if (num_nodes_ > 1 && !plan.topology.coordinator_port) {
+  if (options.join) {
+    CheckArrival(plan, token);
+  } else if (num_nodes_ > 1 && !plan.topology.coordinator_port) {
     throw UsageError("a job of " + std::to_string(num_nodes_) +
                      " distrun processes needs one coordinator port that all of them know; give "
                      "--coordinator-port PORT (or HOST:PORT in --coordinator-address)");
   }
-  if (options.elastic &&
+  if (options.elastic && !options.join &&
       (num_nodes_ < options.elastic->min_nodes || num_nodes_ > options.elastic->max_nodes)) {
     throw UsageError("--nnodes " + std::to_string(options.elastic->min_nodes) + ":" +
                      std::to_string(options.elastic->max_nodes) + " does not fit the " +
@@ -151,7 +160,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
         plan.assignment.coordinator_address, kTokenRecipe);
   }
 
-  const bool single_host = SingleHost(plan);
+  const bool single_host = !options.join && SingleHost(plan);
   if (single_host) {
     // Every distrun and worker of the job is on this host: loopback only, never reachable from outside.
     int port = plan.topology.coordinator_port.value_or(0);
@@ -161,6 +170,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
     worker_address_ = plan.assignment.coordinator_address;
   }
   if (node_rank_ == 0) StartService(plan, options);
+  if (options.join) log_->info("arriving at the running job at {}", worker_address_);
 
   AgentConfig config;
   config.coordinator_address = worker_address_;
@@ -182,6 +192,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
     config.join.proposed_jax_port = plan.assignment.jax_port.value_or(0);
   }
   config.join.leaving = leaving;
+  config.join.arriving = options.join.has_value();
   left_at_start_ = !leaving.empty();
   config.initialization_timeout = Millis(options.initialization_timeout_s);
   config.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
@@ -201,6 +212,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   sc.initialization_timeout = Millis(options.initialization_timeout_s);
   sc.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
   sc.elastic = options.elastic;
+  sc.scale_up_notice = Millis(options.scale_up_notice_s);
   // A dying node's peers see their collectives fail within milliseconds of its connection's close.
   if (options.elastic) sc.failure_hold = kElasticFailureHold;
   service_ = std::make_unique<CoordinationService>(std::move(sc));
@@ -250,13 +262,36 @@ RuntimeLink::~RuntimeLink() {
   service_.reset();
 }
 
+void RuntimeLink::CheckArrival(const Plan& plan, const JobToken& token) const {
+  if (plan.layout.mode != LaunchMode::kPerNode) {
+    throw UsageError(
+        "--join works in per-node mode (one distrun per host, --launch-mode per-node); a late "
+        "task of a per-task job cannot take ranks of its own");
+  }
+  if (token.made_up) {
+    throw UsageError(
+        "--join needs the job's token: set DISTRUN_TOKEN (or --token-file) to the one the job's "
+        "other distrun processes use");
+  }
+}
+
 JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisional) {
   NodeAssignment na;
-  Status s = agent_->Join(round, &na);
+  std::optional<ProposedPorts> ports;
+  if (node_rank_ == 0 && round > 0 && (fresh_master_port_ || fresh_jax_port_)) {
+    // An elastic epoch gets ports no worker of an earlier epoch still holds or dials (a fenced node's).
+    ports = ProposedPorts{fresh_master_port_ ? PickFreePort() : provisional.master_port.value_or(0),
+                          fresh_jax_port_ ? PickFreePort() : provisional.jax_port.value_or(0)};
+  }
+  Status s = agent_->Join(round, &na, ports);
   if (!s.ok()) {
     // Lost while it waited (frozen, cut off), the node is fenced: it leaves as fenced nodes do.
     const bool fenced = s.code == StatusCode::kAborted && s.message.starts_with(kFencedPrefix);
     throw JobLinkError("rendezvous failed: " + s.message, fenced ? kFencedExitCode : 1);
+  }
+  if (node_rank_ == kArrivingNode) {
+    node_rank_ = na.agent;  // what its failure reports name from now on
+    log_->info("admitted as node {}", node_rank_);
   }
   JobAssignment a = provisional;
   a.rank_offset = na.rank_offset;

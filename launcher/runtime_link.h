@@ -30,6 +30,7 @@ class GrpcServer;
 struct JobToken {
   std::string value;
   bool insecure = false;
+  bool made_up = false;  // random or derived here, not given: a node arriving later cannot know it
 };
 JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env);
 
@@ -58,12 +59,18 @@ class RuntimeLink final : public JobLink {
 
  private:
   void StartService(const Plan& plan, const Options& options);
+  // --join: throws UsageError where an arrival cannot work (per-task mode, no token of the job's).
+  void CheckArrival(const Plan& plan, const JobToken& token) const;
+
+  static constexpr int kArrivingNode = -1;  // node_rank_ of an arrival until the coordinator admits it
 
   std::shared_ptr<spdlog::logger> log_;
   std::string token_;
   int node_rank_ = 0;
   int num_nodes_ = 1;
-  bool seats_are_nodes_ = false;  // an elastic per-node job: the epoch's node ranks are the workers'
+  bool seats_are_nodes_ = false;    // an elastic per-node job: the epoch's node ranks are the workers'
+  bool fresh_master_port_ = false;  // node 0 of an elastic job proposes new ports for every epoch, except
+  bool fresh_jax_port_ = false;     // those the user or the MPI probe fixed
   std::string worker_address_;
   std::unique_ptr<CoordinationService> service_;
   std::unique_ptr<GrpcServer> server_;

@@ -278,7 +278,7 @@ int Supervisor::Run() {
       Loop();
       FinishRun();
       if (!ShouldRestart()) break;
-      if (!link_ || !decision_->node_lost) {
+      if (!link_ || (!decision_->node_lost && !decision_->node_arrived)) {
         ++failure_restarts_;
         log_->warn("restarting all workers (restart {} of {}, --max-restarts)", failure_restarts_,
                    options_.max_restarts);
@@ -384,9 +384,11 @@ void Supervisor::JoinRound(int round) {
   }
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   decision_.reset();
+  restart_count_ = assignment.restart_count;  // an arrival joined whatever epoch the job was in
   plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
   if (assignment.spare) {
-    log_->info("epoch {}: this node is a hot spare (no workers) until a node of the job is lost", round);
+    log_->info("epoch {}: this node is a hot spare (no workers) until a later epoch gives it a seat",
+               assignment.restart_count);
   } else if (options_.elastic) {
     log_->info("epoch {}: node {} of {}, ranks {}..{} of {}", round, assignment.node_rank,
                assignment.num_nodes, assignment.rank_offset,
@@ -406,6 +408,12 @@ bool Supervisor::AwaitingDecision() const {
 
 void Supervisor::OnJobDecisions() {
   for (JobDecision& d : link_->TakeDecisions()) {
+    if (d.kind == JobDecision::Kind::kNotice) {
+      NoticeChange(d.reason);
+      continue;
+    }
+    // A restart into the epoch this node already joined (an arrival hears of it while it joins).
+    if (d.kind == JobDecision::Kind::kRestart && d.restart_round <= restart_count_) continue;
     if (decision_) continue;  // the first decision of a round is the one
     switch (d.kind) {
       case JobDecision::Kind::kStop:
@@ -424,7 +432,9 @@ void Supervisor::OnJobDecisions() {
         }
         break;
       case JobDecision::Kind::kRestart:
-        if (d.node_lost) {
+        if (d.node_arrived) {
+          log_->warn("{}; the job restarts with it in epoch {}", d.reason, d.restart_round);
+        } else if (d.node_lost) {
           log_->warn("{}; the job goes on without it in epoch {}", d.reason, d.restart_round);
         } else if (phase_ == Phase::kRunning) {
           log_->warn("restarting the job (round {}) after {}", d.restart_round, d.reason);
@@ -432,10 +442,24 @@ void Supervisor::OnJobDecisions() {
         if (phase_ == Phase::kRunning) BeginStop(StopReason::kRestart, 0);
         break;
       case JobDecision::Kind::kComplete:
+      case JobDecision::Kind::kNotice:
         break;
     }
     decision_ = std::move(d);
   }
+}
+
+void Supervisor::NoticeChange(const std::string& what) {
+  if (!options_.change_signal || phase_ != Phase::kRunning) {
+    log_->info("{}", what);
+    return;
+  }
+  int count = 0;
+  for (Worker& w : workers_) {
+    if (w.started && !w.child.reaped() && w.child.SignalGroup(*options_.change_signal)) ++count;
+  }
+  log_->info("{}; sent {} to {} worker(s) (--change-signal)", what, SignalName(*options_.change_signal),
+             count);
 }
 
 void Supervisor::Loop() {

@@ -116,6 +116,8 @@ class Supervisor {
   void LeaveJob(const std::string& reason);
   void JoinRound(int round);
   void OnJobDecisions();
+  // A change of the world is coming (a node arrived): tell the workers (--change-signal).
+  void NoticeChange(const std::string& what);
   // Whether this node's part is over but the job's decision (stop, restart, complete) is still to come.
   bool AwaitingDecision() const;
   void StartWorkers();

@@ -99,7 +99,7 @@ void Agent::Leave(int restart_round, const std::string& reason) {
   cv_.wait_for(lock, kJoinAnswerMargin, [this] { return join_answer_ || stream_closed_ || closing_; });
 }
 
-Status Agent::Join(int restart_round, NodeAssignment* assignment) {
+Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports) {
   // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
   // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.
   if (restart_round != 0) {
@@ -109,6 +109,10 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment) {
     }
     NodeJoin join = config_.join;
     join.restart_round = restart_round;
+    if (ports) {
+      join.proposed_master_port = ports->master_port;
+      join.proposed_jax_port = ports->jax_port;
+    }
     stream_->SendJoin(join);
   }
   std::unique_lock lock(mu_);
@@ -124,7 +128,9 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment) {
   const JobEvent answer = *join_answer_;
   if (!answer.join_status.ok()) return answer.join_status;
   *assignment = answer.assignment;
-  round_ = restart_round;
+  // An arrival joined whatever round the job was in; its later joins are ordinary ones.
+  round_ = answer.assignment.restart_round;
+  config_.join.arriving = false;
   return Status::Ok();
 }
 

@@ -31,6 +31,12 @@ struct AgentConfig {
   std::chrono::milliseconds heartbeat_timeout{100'000};
 };
 
+// Ports node 0 proposes for a round (an elastic job's fresh ones per epoch); 0: none.
+struct ProposedPorts {
+  int master_port = 0;
+  int jax_port = 0;
+};
+
 // How often each agent of a job of `num_nodes` sends a heartbeat, given the heartbeat timeout.
 std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes);
 
@@ -45,8 +51,8 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
 
   // Rendezvous for `restart_round` (0 first, then the round a kRestart event named); blocks up to the
-  // initialization timeout.
-  Status Join(int restart_round, NodeAssignment* assignment);
+  // initialization timeout. `ports`: node 0's proposal for this round instead of its first one.
+  Status Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports = {});
   // Tells the service that this node leaves the job (instead of joining `restart_round`) for `reason`, and
   // waits (bounded) until it has heard it.
   void Leave(int restart_round, const std::string& reason);

@@ -122,7 +122,12 @@ class AgentChannelServer::Loop {
     bool want_write = false;  // EPOLLOUT is watched
     // The nodes whose liveness messages came on this connection, with their stream ids: one for an agent;
     // several for a peer that carries more than one node (a relay, a benchmark).
-    std::vector<std::pair<int, uint64_t>> nodes;
+    struct WireNode {
+      int wire;  // as the messages say it: an arrival's -1
+      int node;  // the service's node rank
+      uint64_t stream;
+    };
+    std::vector<WireNode> nodes;
   };
   using ConnPtr = std::shared_ptr<Conn>;
 
@@ -345,21 +350,36 @@ class AgentChannelServer::Loop {
   // As the Liveness stream's messages (grpc_server.cc): a node's first attaches it and is answered at
   // once; later ones without news are heartbeats.
   void Liveness(const ConnPtr& conn, const v1::AgentHeartbeat& message) {
-    const int node = message.node_rank();
+    // `wire` is the node rank the messages say; an arrival says -1 throughout, and `node` is the one the
+    // coordinator gave it.
+    const int wire = message.node_rank();
+    int node = wire;
     std::optional<uint64_t> id;
     {
       std::lock_guard lock(conn->mu);
-      for (const auto& [rank, stream] : conn->nodes) {
-        if (rank == node) id = stream;
+      for (const Conn::WireNode& n : conn->nodes) {
+        if (n.wire == wire) {
+          id = n.stream;
+          node = n.node;
+        }
       }
     }
     if (!id) {
+      if (wire < 0 && message.has_join() && message.join().arriving()) {
+        Status s = service_.Admit(FromProto(message.join()), &node);
+        if (!s.ok()) {
+          log_->warn("{}", s.message);
+          Refuse(conn, s);
+          return;
+        }
+        log_->info("node {} ({}) arrived and was admitted", node, message.join().host());
+      }
       uint64_t attached = 0;
       std::weak_ptr<Conn> weak = conn;
       Status s = service_.AttachAgent(
           node,
-          [this, weak, node](const JobEvent& e) {
-            if (auto c = weak.lock()) QueueEvent(c, node, e);
+          [this, weak, wire](const JobEvent& e) {
+            if (auto c = weak.lock()) QueueEvent(c, wire, e);
           },
           &attached);
       if (!s.ok()) {
@@ -368,26 +388,27 @@ class AgentChannelServer::Loop {
       }
       {
         std::lock_guard lock(conn->mu);
-        conn->nodes.emplace_back(node, attached);
+        conn->nodes.push_back({wire, node, attached});
       }
-      QueueEvent(conn, node, JobEvent{});
+      QueueEvent(conn, wire, JobEvent{});
     } else if (!message.has_join() && !message.has_success()) {
       service_.Heartbeat(*id);
     }
     if (message.has_join()) {
       NodeJoin join = FromProto(message.join());
-      if (join.node_rank != node) {
+      if (join.node_rank != wire) {
         Refuse(conn,
-               {StatusCode::kInvalidArgument, "node " + std::to_string(node) + "'s channel joined as node " +
+               {StatusCode::kInvalidArgument, "node " + std::to_string(wire) + "'s channel joined as node " +
                                                   std::to_string(join.node_rank)});
         return;
       }
-      service_.Join(join, [this, conn, node](const Status& status, const NodeAssignment& assignment) {
+      join.node_rank = node;
+      service_.Join(join, [this, conn, wire](const Status& status, const NodeAssignment& assignment) {
         JobEvent answer;
         answer.kind = JobEvent::Kind::kJoined;
         answer.join_status = status;
         answer.assignment = assignment;
-        QueueEvent(conn, node, answer);
+        QueueEvent(conn, wire, answer);
       });
     }
     if (message.has_success()) {
@@ -522,7 +543,7 @@ class AgentChannelServer::Loop {
 
   // Loop thread; never under conn->mu (detaching runs the service, whose sinks take it).
   void Drop(const ConnPtr& conn) {
-    std::vector<std::pair<int, uint64_t>> nodes;
+    std::vector<Conn::WireNode> nodes;
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
@@ -539,7 +560,7 @@ class AgentChannelServer::Loop {
     ::shutdown(conn->fd, SHUT_WR);
     ::close(conn->fd);
     conns_.erase(conn->fd);
-    for (const auto& [node, stream] : nodes) service_.DetachAgent(stream);
+    for (const Conn::WireNode& n : nodes) service_.DetachAgent(n.stream);
   }
 
   void ExpireHellos(SteadyClock::time_point now) {

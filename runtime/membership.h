@@ -9,6 +9,11 @@
 //           and a lost member's seat (its node rank) goes to the first spare, so the others keep theirs.
 //
 // A lost agent is lost for good: its requests are refused (fenced), whatever it says when it comes back.
+// An agent that arrives after the start (a repaired or replacement node) is admitted with the next agent
+// index while fewer than max_nodes live. Under spares it is one more spare. Under resize it waits, holding
+// no seat, until the scale-up policy seats it: `never` only in a lost member's place (the world never
+// grows), `next-restart` at the next epoch whatever begins it, `now` likewise, and the caller begins that
+// epoch soon after the arrival.
 // Pure bookkeeping; no clock, no I/O: CoordinationService drives it.
 
 #include <optional>
@@ -18,13 +23,16 @@
 namespace distrun {
 
 enum class ElasticPolicy { kResize, kSpares };
+enum class ScaleUp { kNever, kNextRestart, kNow };
 
 const char* ElasticPolicyName(ElasticPolicy policy);
+const char* ScaleUpName(ScaleUp scale_up);
 
 struct ElasticRange {
   int min_nodes = 1;
   int max_nodes = 1;
   ElasticPolicy policy = ElasticPolicy::kResize;
+  ScaleUp scale_up = ScaleUp::kNextRestart;  // resize only: when an arrival joins the world
 };
 
 class Membership {
@@ -58,8 +66,17 @@ class Membership {
   // Records that `agent` is gone (its stream broke, its heartbeats stopped, its node check failed).
   Loss Lose(int agent);
 
-  // Starts the next epoch with the seats as they are now (after a loss, or a restart after a failure).
-  void NextEpoch() { ++epoch_; }
+  // Admits an agent that arrived after the start: its agent index, or nullopt when max_nodes agents live.
+  std::optional<int> Admit();
+  // Arrived under resize and not seated yet (see the top of this file).
+  bool waiting(int agent) const { return waiting_[static_cast<size_t>(agent)]; }
+  int waiting_count() const;
+
+  // Starts the next epoch (after a loss, a restart after a failure, or an arrival). Under resize with
+  // scale-up next-restart or now, the waiting arrivals take seats in it; otherwise the seats stay.
+  void NextEpoch();
+  // Seats the waiting arrivals now, as NextEpoch would (for an epoch still forming); false if none.
+  bool SeatArrivals();
 
  private:
   void Seat();
@@ -68,6 +85,7 @@ class Membership {
   int epoch_ = 0;
   int live_ = 0;
   std::vector<bool> lost_;
+  std::vector<bool> waiting_;
   std::vector<int> lost_order_;
   std::vector<std::optional<int>> seats_;  // by agent
   std::vector<int> by_seat_;               // agent of each seat

@@ -71,5 +71,49 @@ TEST(Membership, TheStartedAgentsMustFitTheRange) {
   EXPECT_NO_THROW(Membership(2, {2, 3, ElasticPolicy::kSpares}));
 }
 
+TEST(Membership, SparesAdmitArrivalsAsSparesUpToTheMaximum) {
+  Membership m(2, {2, 3, ElasticPolicy::kSpares});
+  EXPECT_EQ(m.Admit(), 2);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, std::nullopt}));
+  EXPECT_EQ(m.Admit(), std::nullopt);  // 3 live: the range's maximum
+  EXPECT_EQ(m.Lose(1), Membership::Loss::kMemberLost);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, std::nullopt, 1}));
+  EXPECT_EQ(m.Admit(), 3);  // room again
+  EXPECT_EQ(m.world_nodes(), 2);
+}
+
+TEST(Membership, ResizeNextRestartSeatsArrivalsInTheNextEpoch) {
+  Membership m(2, {1, 4, ElasticPolicy::kResize, ScaleUp::kNextRestart});
+  EXPECT_EQ(m.Admit(), 2);
+  EXPECT_TRUE(m.waiting(2));
+  EXPECT_EQ(m.world_nodes(), 2);
+  m.NextEpoch();
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, 2}));
+  EXPECT_FALSE(m.waiting(2));
+  // Lost while waiting: nothing to restart.
+  EXPECT_EQ(m.Admit(), 3);
+  EXPECT_EQ(m.Lose(3), Membership::Loss::kSpare);
+  EXPECT_FALSE(m.SeatArrivals());
+}
+
+TEST(Membership, ResizeNeverSeatsAnArrivalOnlyInALostMembersPlace) {
+  Membership m(2, {2, 3, ElasticPolicy::kResize, ScaleUp::kNever});
+  EXPECT_EQ(m.Admit(), 2);
+  m.NextEpoch();
+  EXPECT_FALSE(m.SeatArrivals());
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, std::nullopt}));
+  EXPECT_EQ(m.Lose(0), Membership::Loss::kMemberLost);
+  EXPECT_EQ(SeatsOf(m), (Seats{std::nullopt, 0, 1}));
+  EXPECT_EQ(m.world_nodes(), 2);
+}
+
+TEST(Membership, AWaitingArrivalCountsTowardsTheMinimum) {
+  Membership m(2, {2, 3, ElasticPolicy::kResize, ScaleUp::kNextRestart});
+  EXPECT_EQ(m.Admit(), 2);
+  EXPECT_EQ(m.Lose(1), Membership::Loss::kMemberLost);
+  m.NextEpoch();
+  EXPECT_EQ(SeatsOf(m), (Seats{0, std::nullopt, 1}));
+}
+
 }  // namespace
 }  // namespace distrun

@@ -83,6 +83,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_proposed_master_port(in.proposed_master_port);
   out->set_proposed_jax_port(in.proposed_jax_port);
   out->set_leaving(in.leaving);
+  out->set_arriving(in.arriving);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -97,6 +98,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.proposed_master_port = in.proposed_master_port();
   j.proposed_jax_port = in.proposed_jax_port();
   j.leaving = in.leaving();
+  j.arriving = in.arriving();
   return j;
 }
 
@@ -111,6 +113,7 @@ void ToProto(const NodeAssignment& in, v1::Assignment* out) {
   out->set_run_id(in.run_id);
   out->set_restart_round(in.restart_round);
   out->set_spare(in.spare);
+  out->set_agent(in.agent);
 }
 
 NodeAssignment FromProto(const v1::Assignment& in) {
@@ -125,6 +128,7 @@ NodeAssignment FromProto(const v1::Assignment& in) {
   a.run_id = in.run_id();
   a.restart_round = in.restart_round();
   a.spare = in.spare();
+  a.agent = in.agent();
   return a;
 }
 
@@ -152,10 +156,14 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
     case JobEvent::Kind::kRestart:
       out->mutable_restart()->set_restart_round(in.restart_round);
       out->mutable_restart()->set_node_lost(in.node_lost);
+      out->mutable_restart()->set_node_arrived(in.node_arrived);
       ToProto(in.root_cause, out->mutable_restart()->mutable_root_cause());
       break;
     case JobEvent::Kind::kComplete:
       out->mutable_complete();
+      break;
+    case JobEvent::Kind::kNotice:
+      out->mutable_notice()->set_message(in.notice);
       break;
     case JobEvent::Kind::kJoined: {
       grpc::Status status = ToGrpc(in.join_status);
@@ -180,6 +188,7 @@ JobEvent FromProto(const v1::JobEvent& in) {
       e.kind = JobEvent::Kind::kRestart;
       e.restart_round = in.restart().restart_round();
       e.node_lost = in.restart().node_lost();
+      e.node_arrived = in.restart().node_arrived();
       e.root_cause = FromProto(in.restart().root_cause());
       break;
     case v1::JobEvent::kComplete:
@@ -190,6 +199,10 @@ JobEvent FromProto(const v1::JobEvent& in) {
       e.join_status =
           FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(in.joined().code()), in.joined().message()));
       if (e.join_status.ok()) e.assignment = FromProto(in.joined().assignment());
+      break;
+    case v1::JobEvent::kNotice:
+      e.kind = JobEvent::Kind::kNotice;
+      e.notice = in.notice().message();
       break;
     default:
       e.kind = JobEvent::Kind::kHeartbeat;

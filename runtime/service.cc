@@ -5,29 +5,12 @@
 #include <limits>
 #include <stdexcept>
 
+#include "runtime/message_text.h"
+
 namespace distrun {
 namespace {
 
 constexpr int kMaxNodes = 1 << 20;
-constexpr int kMaxWorkersPerNode = 1 << 16;
-constexpr size_t kMaxNamesInMessage = 8;  // longer lists end with "and N more"
-
-std::string Seconds(std::chrono::milliseconds d) {
-  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
-  return std::to_string(d.count()) + "ms";
-}
-
-// `total` counts names beyond those given (callers stop naming at kMaxNamesInMessage).
-std::string JoinNames(const std::vector<std::string>& names, size_t total) {
-  std::string out;
-  size_t shown = std::min(names.size(), kMaxNamesInMessage);
-  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + names[i];
-  if (total > shown) out += " and " + std::to_string(total - shown) + " more";
-  return out;
-}
-
-std::string JoinNames(const std::vector<std::string>& names) { return JoinNames(names, names.size()); }
-
 std::optional<int64_t> ParseInt64(const std::string& text) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
@@ -63,7 +46,7 @@ CoordinationService::~CoordinationService() { Shutdown(); }
 CoordinationService::Clock::time_point CoordinationService::Now() const { return config_.clock(); }
 
 std::string CoordinationService::HostOf(int node_rank) const {
-  if (node_rank < 0 || node_rank >= config_.num_nodes) return {};
+  if (node_rank < 0 || node_rank >= Agents()) return {};
   const NodeState& node = nodes_[static_cast<size_t>(node_rank)];
   if (node.join) return node.join->host;
   if (!node.host.empty()) return node.host;
@@ -104,7 +87,7 @@ void CoordinationService::SetHeartbeatDeadline(NodeState& node) {
 
 std::string CoordinationService::MissingNodes() const {
   std::vector<std::string> missing;
-  for (int i = 0; i < config_.num_nodes; ++i) {
+  for (int i = 0; i < Agents(); ++i) {
     if (!nodes_[static_cast<size_t>(i)].join && !membership_.lost(i)) missing.push_back(NodeName(i));
   }
   return JoinNames(missing);
@@ -138,15 +121,23 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     std::lock_guard lock(mu_);
     const std::string who = "node " + std::to_string(join.node_rank) +
                             (join.host.empty() ? std::string() : " (" + join.host + ")");
+    // An arrival (admitted by Admit) joins whatever epoch the job is in; it knew neither the node count nor
+    // the epoch.
+    NodeJoin arrival = join;
+    if (join.arriving) arrival.restart_round = round_;
+    // Admitted after the start (Admit): it never knew the node count.
+    const bool arrived = join.node_rank >= config_.num_nodes && join.node_rank < Agents();
     if (shut_down_) {
       fail(StatusCode::kUnavailable, "the coordination service is shutting down");
-    } else if (join.num_nodes != config_.num_nodes) {
+    } else if (join.arriving && !arrived) {
+      fail(StatusCode::kInvalidArgument, who + " says it arrived, but the coordinator did not admit it");
+    } else if (!arrived && join.num_nodes != config_.num_nodes) {
       fail(StatusCode::kInvalidArgument, who + " expects " + std::to_string(join.num_nodes) +
                                              " nodes, but the job has " + std::to_string(config_.num_nodes) +
                                              "; every distrun of a job must see the same node count");
-    } else if (join.node_rank < 0 || join.node_rank >= config_.num_nodes) {
+    } else if (join.node_rank < 0 || join.node_rank >= Agents()) {
       fail(StatusCode::kInvalidArgument,
-           who + ": node rank out of range; the job has nodes 0 to " + std::to_string(config_.num_nodes - 1));
+           who + ": node rank out of range; the job has nodes 0 to " + std::to_string(Agents() - 1));
     } else if (join.local_workers < 0 || join.local_workers > kMaxWorkersPerNode) {
       fail(StatusCode::kInvalidArgument,
            who + ": " + std::to_string(join.local_workers) + " local workers is out of range");
@@ -163,9 +154,18 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
       fail(StatusCode::kAborted,
            who + " joined after the job ended" +
                (root_cause_ ? " (root cause: " + DescribeFailure(*root_cause_) + ")" : std::string()));
-    } else if (join.restart_round != round_) {
+    } else if (arrival.restart_round != round_) {
       fail(StatusCode::kFailedPrecondition, who + " joined round " + std::to_string(join.restart_round) +
                                                 " but the job is in round " + std::to_string(round_));
+    } else if (join.arriving && state_ == JobState::kRunning) {
+      // The epoch runs without it: a spare until a later epoch seats it.
+      nodes_[static_cast<size_t>(join.node_rank)].join = arrival;
+      NodeAssignment a = assignments_.empty() ? NodeAssignment{} : assignments_.front();
+      a.rank_offset = 0;
+      a.node_rank = -1;
+      a.spare = true;
+      a.agent = join.node_rank;
+      completions.push_back([done = std::move(done), a] { done(Status::Ok(), a); });
     } else if (state_ != JobState::kRendezvous) {
       fail(StatusCode::kAlreadyExists, who + " joined twice in round " + std::to_string(round_) +
                                            "; rendezvous of this round is already complete");
@@ -177,7 +177,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
                                              "'; are two distrun processes given the "
                                              "same node rank?");
       } else {
-        node.join = join;
+        node.join = arrival;
         node.host = join.host;
         node.join_done = std::move(done);
         if (!node.stream) SetHeartbeatDeadline(node);
@@ -224,7 +224,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     assignments_.push_back(a);
   }
   state_ = JobState::kRunning;
-  for (int agent = 0; agent < config_.num_nodes; ++agent) {
+  for (int agent = 0; agent < Agents(); ++agent) {
     NodeState& n = nodes_[static_cast<size_t>(agent)];
     if (!n.join_done) continue;
     NodeAssignment a = common;
@@ -234,6 +234,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
       a.node_rank = -1;
       a.spare = true;
     }
+    a.agent = agent;
     completions.push_back([done = std::move(n.join_done), a] { done(Status::Ok(), a); });
     n.join_done = nullptr;
   }
@@ -253,10 +254,10 @@ void CoordinationService::FailRendezvous(const Status& status, Completions& comp
 Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t* stream_id) {
   std::lock_guard lock(mu_);
   if (shut_down_) return {StatusCode::kUnavailable, "the coordination service is shutting down"};
-  if (node_rank < 0 || node_rank >= config_.num_nodes) {
+  if (node_rank < 0 || node_rank >= Agents()) {
     return {StatusCode::kInvalidArgument, "node " + std::to_string(node_rank) +
                                               " opened a liveness stream, but the job has nodes 0 to " +
-                                              std::to_string(config_.num_nodes - 1)};
+                                              std::to_string(Agents() - 1)};
   }
   NodeState& node = nodes_[static_cast<size_t>(node_rank)];
   if (node.stream) {
@@ -313,121 +314,10 @@ void CoordinationService::DetachAgent(uint64_t stream_id) {
   Run(completions);
 }
 
-bool CoordinationService::Fenced(int node_rank) const {
-  // Without a range the job ends with the lost node, which hears that end as every node does.
-  return config_.elastic && membership_.lost(node_rank);
-}
-
-JobEvent CoordinationService::FencedEvent(int node_rank) const {
-  JobEvent event;
-  event.kind = JobEvent::Kind::kStop;
-  event.exit_code = kFencedExitCode;
-  event.root_cause.node_rank = node_rank;
-  event.root_cause.host = HostOf(node_rank);
-  event.root_cause.exit_code = kFencedExitCode;
-  int epoch = 0;
-  for (auto [lost, in_epoch] : losses_) {
-    if (lost == node_rank) epoch = in_epoch;
-  }
-  event.root_cause.description = kFencedPrefix + ("lost in epoch " + std::to_string(epoch)) +
-                                 ", and the job went on without it (now epoch " + std::to_string(round_) +
-                                 ")";
-  return event;
-}
-
-void CoordinationService::LoseNode(int node_rank, const std::string& why, Completions& completions) {
-  if (shut_down_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) return;
-  FailedWorker f;
-  f.node_rank = node_rank;
-  f.host = HostOf(node_rank);
-  f.exit_code = kLostAgentExitCode;
-  f.description = "node lost: " + why;
-  if (node_rank == 0 && config_.elastic) {
-    // Node 0 hosts this service: an elastic job needs it as much as any other.
-    f.description += "; node 0 hosts the job's coordinator, so the job cannot go on without it";
-    StopJob(f, completions);
-    return;
-  }
-  const bool member = membership_.seat(node_rank).has_value();
-  const Membership::Loss loss = membership_.Lose(node_rank);
-  if (loss == Membership::Loss::kAlreadyLost) return;
-  losses_.emplace_back(node_rank, round_);
-  NodeState& node = nodes_[static_cast<size_t>(node_rank)];
-  node.heartbeat_deadline.reset();
-  GoOnWithout(node_rank, member, loss, std::move(f), completions);
-  // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (now that
-  // the epoch it is left out of has begun, which the message names).
-  if (node.stream && Fenced(node_rank)) sinks_[*node.stream](FencedEvent(node_rank));
-}
-
-void CoordinationService::GoOnWithout(int node_rank, bool member, Membership::Loss loss, FailedWorker f,
-                                      Completions& completions) {
-  if (loss == Membership::Loss::kTooFew) {
-    if (config_.elastic) {
-      std::vector<std::string> lost;
-      for (auto [agent, epoch] : losses_) lost.push_back(NodeName(agent));
-      f.description += "; " + std::to_string(membership_.live()) + " node(s) left, fewer than the " +
-                       std::to_string(membership_.range().min_nodes) +
-                       " the job needs (--nnodes); lost: " + JoinNames(lost);
-    }
-    StopJob(f, completions);
-    return;
-  }
-  if (state_ == JobState::kRendezvous) {
-    // The epoch has not begun: it simply goes on without this node (its seat is given again).
-    NodeState& node = nodes_[static_cast<size_t>(node_rank)];
-    if (node.join) {
-      node.join.reset();
-      if (node.join_done) {
-        completions.push_back([done = std::move(node.join_done), e = FencedEvent(node_rank)] {
-          done(Status{StatusCode::kAborted, e.root_cause.description}, {});
-        });
-        node.join_done = nullptr;
-      }
-      --joined_;
-    }
-    if (joined_ == membership_.live()) CompleteRendezvous(completions);
-    return;
-  }
-  if (loss == Membership::Loss::kSpare || !member) return;  // the world is as it was
-  JobEvent event;
-  event.kind = JobEvent::Kind::kRestart;
-  event.root_cause = f;
-  event.node_lost = true;
-  BeginEpoch(event, completions);
-}
-
 void CoordinationService::Broadcast(const JobEvent& event) {
   for (auto& [id, sink] : sinks_) {
     if (!Fenced(streams_.at(id))) sink(event);
   }
-}
-
-void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
-  held_failure_.reset();  // a failure held while a node was lost came from that loss
-  membership_.NextEpoch();
-  round_ = membership_.epoch();
-  event.restart_round = round_;
-  Status aborted{StatusCode::kAborted, "the job is restarting (round " + std::to_string(round_) + ") after " +
-                                           DescribeFailure(event.root_cause)};
-  FailRendezvous(aborted, completions);
-  FailAllWaits(aborted, completions);
-  // A new round starts from an empty store: keys of the failed round (an NCCL id) would mislead it.
-  store_.clear();
-  store_bytes_ = 0;
-  for (NodeState& n : nodes_) {
-    n.join.reset();
-    n.succeeded = false;
-  }
-  joined_ = 0;
-  succeeded_ = 0;
-  // Nodes that had succeeded are watched again: their deadlines count from now on.
-  earliest_heartbeat_deadline_ = Clock::time_point::min();
-  assignments_.clear();
-  state_ = JobState::kRendezvous;
-  round_deadline_ = Now() + config_.initialization_timeout;
-  restart_event_ = event;
-  Broadcast(event);
 }
 
 void CoordinationService::StopJob(const FailedWorker& failure, Completions& completions) {
@@ -465,10 +355,10 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
   Completions completions;
   {
     std::lock_guard lock(mu_);
-    if (failure.node_rank < 0 || failure.node_rank >= config_.num_nodes) {
+    if (failure.node_rank < 0 || failure.node_rank >= Agents()) {
       return {StatusCode::kInvalidArgument, "failure report from node " + std::to_string(failure.node_rank) +
                                                 ", but the job has nodes 0 to " +
-                                                std::to_string(config_.num_nodes - 1)};
+                                                std::to_string(Agents() - 1)};
     }
     // Reports of an earlier round, or after the end, are echoes of the root cause's teardown; a fenced
     // node's are of a world that went on without it.
@@ -490,10 +380,9 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
 
 Status CoordinationService::ReportSuccess(int node_rank, int restart_round) {
   std::lock_guard lock(mu_);
-  if (node_rank < 0 || node_rank >= config_.num_nodes) {
+  if (node_rank < 0 || node_rank >= Agents()) {
     return {StatusCode::kInvalidArgument, "success report from node " + std::to_string(node_rank) +
-                                              ", but the job has nodes 0 to " +
-                                              std::to_string(config_.num_nodes - 1)};
+                                              ", but the job has nodes 0 to " + std::to_string(Agents() - 1)};
   }
   if (restart_round != round_ || state_ != JobState::kRunning) return Status::Ok();
   // Spares run no workers, and a fenced node's workers were of an earlier epoch.
@@ -768,7 +657,7 @@ void CoordinationService::Tick() {
                             std::to_string(membership_.live()) + " nodes joined; missing: " + MissingNodes();
       FailedWorker f;
       f.node_rank = -1;
-      for (int i = 0; i < config_.num_nodes && f.node_rank < 0; ++i) {
+      for (int i = 0; i < Agents() && f.node_rank < 0; ++i) {
         if (!nodes_[static_cast<size_t>(i)].join && !membership_.lost(i)) f.node_rank = i;
       }
       f.host = HostOf(f.node_rank);
@@ -785,6 +674,7 @@ void CoordinationService::Tick() {
       FailAllWaits({StatusCode::kAborted, message}, completions);
       Broadcast(event);
     }
+    if (grow_at_ && now >= *grow_at_) GrowWorld(completions);
     if (held_failure_ && now >= held_failure_->second && state_ == JobState::kRunning) {
       FailedWorker f = std::move(held_failure_->first);
       held_failure_.reset();
@@ -793,7 +683,7 @@ void CoordinationService::Tick() {
     // Scans run only once the earliest deadline passed: a scan every tick costs O(nodes) under the lock.
     if (now >= earliest_heartbeat_deadline_) {
       earliest_heartbeat_deadline_ = Clock::time_point::max();
-      for (int i = 0; i < config_.num_nodes; ++i) {
+      for (int i = 0; i < Agents(); ++i) {
         NodeState& n = nodes_[static_cast<size_t>(i)];
         if (!n.heartbeat_deadline || n.succeeded) continue;
         if (now >= *n.heartbeat_deadline) {
@@ -879,17 +769,6 @@ int CoordinationService::CurrentRound() const {
 std::optional<int> CoordinationService::ExitCode() const {
   std::lock_guard lock(mu_);
   return exit_code_;
-}
-
-std::string CoordinationService::History() const {
-  std::lock_guard lock(mu_);
-  if (round_ == 0) return {};
-  std::string out = std::to_string(round_ + 1) + " epochs; " + std::to_string(restarts_) +
-                    " restart(s) after a worker failure; " + std::to_string(losses_.size()) + " node(s) lost";
-  std::vector<std::string> lost;
-  for (auto [agent, epoch] : losses_) lost.push_back(NodeName(agent) + " in epoch " + std::to_string(epoch));
-  if (!lost.empty()) out += ": " + JoinNames(lost);
-  return out;
 }
 
 std::optional<FailedWorker> CoordinationService::RootCause() const {

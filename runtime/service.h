@@ -25,6 +25,8 @@ namespace distrun {
 
 using RuntimeClock = std::function<std::chrono::steady_clock::time_point()>;
 
+inline constexpr int kMaxWorkersPerNode = 1 << 16;
+
 struct ServiceConfig {
   int num_nodes = 1;  // the agents started, numbered by node rank for the job's life
   // Elastic membership (runtime/membership.h). Unset: every node is needed and losing one ends the job.
@@ -32,6 +34,9 @@ struct ServiceConfig {
   // Elastic jobs: how long the first worker failure of an epoch waits before it is acted on, so that the
   // loss of a node that caused it (its peers' collectives fail when it dies) wins and the job goes on.
   std::chrono::milliseconds failure_hold{0};
+  // Elastic jobs with scale-up now: how long after a node arrived (and the workers were told) the next epoch
+  // begins with it.
+  std::chrono::milliseconds scale_up_notice{0};
   int max_restarts = 0;
   std::string run_id;
   std::vector<std::string> expected_hosts;  // by node rank, where known: names missing nodes in messages
@@ -64,6 +69,12 @@ class CoordinationService {
   // naming the missing nodes, job stopped). A join that is `leaving` (its --node-check failed) loses the
   // node at once and is answered ABORTED.
   void Join(const NodeJoin& join, JoinDone done);
+
+  // A node that arrives at a running elastic job (NodeJoin::arriving): admits it with the next node number
+  // (*agent), or refuses it (no range, another run, the job full or over). The caller then attaches its
+  // stream and sends its join as that node's: while an epoch runs it is answered at once as a spare (the
+  // scale-up policy decides when it takes a seat, runtime/membership.h); while one forms, it takes part.
+  Status Admit(const NodeJoin& join, int* agent);
 
   // Liveness. An agent attaches its event stream once; `sink` gets every event for it, and the current
   // stop/complete event at once if the job already ended. Returns the stream's id for Heartbeat/Detach.
@@ -161,6 +172,10 @@ class CoordinationService {
   void GoOnWithout(int node_rank, bool member, Membership::Loss loss, FailedWorker f,
                    Completions& completions);
   void BeginEpoch(JobEvent event, Completions& completions);
+  // After Admit: seat the arrival, or tell the job a change is coming and, with scale-up now, grow the world.
+  void Arrived(int agent, Completions& completions);
+  void GrowWorld(Completions& completions);
+  int Agents() const { return static_cast<int>(nodes_.size()); }
   void StopJob(const FailedWorker& failure, Completions& completions);
   bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
   JobEvent FencedEvent(int node_rank) const;
@@ -170,12 +185,14 @@ class CoordinationService {
   mutable std::mutex mu_;
   bool shut_down_ = false;
   JobState state_ = JobState::kRendezvous;
-  int round_ = 0;                            // the epoch; one more after each restart or lost member
-  int restarts_ = 0;                         // epochs begun after a worker failure (--max-restarts)
-  std::vector<std::pair<int, int>> losses_;  // (node rank, epoch it was lost in)
+  int round_ = 0;                              // the epoch; one more after each restart or lost member
+  int restarts_ = 0;                           // epochs begun after a worker failure (--max-restarts)
+  std::vector<std::pair<int, int>> losses_;    // (node rank, epoch it was lost in)
+  std::vector<std::pair<int, int>> arrivals_;  // (node rank, epoch it arrived in)
+  std::optional<Clock::time_point> grow_at_;   // scale-up now: when the arrivals' epoch begins
   std::optional<std::pair<FailedWorker, Clock::time_point>> held_failure_;  // and when it is acted on
   Clock::time_point round_deadline_;
-  std::vector<NodeState> nodes_;
+  std::vector<NodeState> nodes_;  // by node rank (the agent's number): the started nodes, then arrivals
   Membership membership_;
   int joined_ = 0;     // nodes with a join this round
   int succeeded_ = 0;  // nodes that reported success this round

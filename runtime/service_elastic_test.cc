@@ -42,9 +42,11 @@ FailedWorker Failure(int node, int process, int code) {
 
 class ElasticServiceTest : public ::testing::Test {
  protected:
-  void Make(int nodes, ElasticRange range, int max_restarts = 0, std::chrono::milliseconds hold = 0ms) {
+  void Make(int nodes, ElasticRange range, int max_restarts = 0, std::chrono::milliseconds hold = 0ms,
+            std::chrono::milliseconds notice = 0ms) {
     ServiceConfig c;
     c.failure_hold = hold;
+    c.scale_up_notice = notice;
     c.num_nodes = nodes;
     c.elastic = range;
     c.max_restarts = max_restarts;
@@ -79,6 +81,32 @@ class ElasticServiceTest : public ::testing::Test {
         node, [ev = s.events](const JobEvent& e) { ev->push_back(e); }, &s.id);
     EXPECT_TRUE(st.ok()) << st.message;
     return s;
+  }
+
+  // A node arriving from `host`: admitted (its node rank), attached and joined, as the agent channel does.
+  struct Arrival {
+    Status admitted;
+    int node = -1;
+    Stream stream;
+    std::shared_ptr<Joined> joined = std::make_shared<Joined>();
+  };
+  Arrival Arrive(const std::string& host, const std::string& run_id = "run1") {
+    Arrival a;
+    NodeJoin j;
+    j.node_rank = -1;
+    j.host = host;
+    j.local_workers = 2;
+    j.run_id = run_id;
+    j.arriving = true;
+    a.admitted = service_->Admit(j, &a.node);
+    if (!a.admitted.ok()) return a;
+    a.stream = Attach(a.node);
+    j.node_rank = a.node;
+    service_->Join(j, [r = a.joined](const Status& s, const NodeAssignment& as) {
+      r->status = s;
+      r->assignment = as;
+    });
+    return a;
   }
 
   // Every node attaches and joins round 0.
@@ -340,6 +368,173 @@ TEST(ServiceWithoutARange, ALostNodeHearsTheJobsEndNotAFence) {
     EXPECT_EQ(events[static_cast<size_t>(n)]->back().kind, JobEvent::Kind::kStop) << n;
     EXPECT_EQ(events[static_cast<size_t>(n)]->back().exit_code, kLostAgentExitCode) << n;
   }
+}
+
+TEST_F(ElasticServiceTest, AnArrivalWaitsAsASpareUntilTheNextRestartUnderNextRestart) {
+  Make(2, {2, 3, ElasticPolicy::kResize, ScaleUp::kNextRestart}, /*max_restarts=*/1);
+  Start();
+  Arrival late = Arrive("host-c");
+  ASSERT_TRUE(late.admitted.ok()) << late.admitted.message;
+  EXPECT_EQ(late.node, 2);
+  // While the epoch runs it holds no seat, and the job is told a change is coming.
+  ASSERT_TRUE(late.joined->status && late.joined->status->ok()) << late.joined->status->message;
+  EXPECT_TRUE(late.joined->assignment.spare);
+  EXPECT_EQ(late.joined->assignment.agent, 2);
+  EXPECT_EQ(late.joined->assignment.restart_round, 0);
+  const JobEvent* notice = streams_[0].Last(JobEvent::Kind::kNotice);
+  ASSERT_NE(notice, nullptr);
+  EXPECT_EQ(notice->notice,
+            "node 2 (host-c) arrived; it joins the world at the next restart (--scale-up next-restart)");
+  std::optional<std::string> key;
+  ASSERT_TRUE(service_->KvTryGet(kChangeKey, &key).ok());
+  EXPECT_EQ(key, notice->notice);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  // A worker failure restarts the job: the world grows by the arrival.
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, Failure(1, 2, 1), &root).ok());
+  ASSERT_NE(late.stream.Last(JobEvent::Kind::kRestart), nullptr);
+  auto j0 = Join(0, 1);
+  auto j1 = Join(1, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok()) << j2->status->message;
+  EXPECT_EQ(j2->assignment.node_rank, 2);
+  EXPECT_EQ(j2->assignment.num_nodes, 3);
+  EXPECT_EQ(j2->assignment.rank_offset, 4);
+  EXPECT_EQ(j2->assignment.num_processes, 6);
+  EXPECT_EQ(service_->History(),
+            "2 epochs; 1 restart(s) after a worker failure; 0 node(s) lost; 1 node(s) arrived: node 2 "
+            "(host-c) in epoch 0");
+  std::optional<std::string> gone;
+  ASSERT_TRUE(service_->KvTryGet(kChangeKey, &gone).ok());
+  EXPECT_FALSE(gone.has_value());  // the new epoch's store is empty
+}
+
+TEST_F(ElasticServiceTest, ScaleUpNowRestartsTheJobWithTheArrivalAfterTheNotice) {
+  Make(2, {2, 4, ElasticPolicy::kResize, ScaleUp::kNow}, 0, 0ms, 5s);
+  Start();
+  Arrival late = Arrive("host-z");
+  ASSERT_TRUE(late.admitted.ok());
+  ASSERT_NE(streams_[1].Last(JobEvent::Kind::kNotice), nullptr);
+  EXPECT_EQ(streams_[1].Last(JobEvent::Kind::kNotice)->notice,
+            "node 2 (host-z) arrived; the job restarts with it in 5s (--scale-up now)");
+  *now_ += 4s;
+  service_->Tick();
+  EXPECT_EQ(streams_[1].Last(JobEvent::Kind::kRestart), nullptr);
+  *now_ += 2s;
+  service_->Tick();
+  const JobEvent* restart = streams_[1].Last(JobEvent::Kind::kRestart);
+  ASSERT_NE(restart, nullptr);
+  EXPECT_TRUE(restart->node_arrived);
+  EXPECT_FALSE(restart->node_lost);
+  EXPECT_EQ(restart->restart_round, 1);
+  EXPECT_EQ(restart->root_cause.description, "node 2 (host-z) arrived and the world grows (--scale-up now)");
+  Join(0, 1);
+  Join(1, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok());
+  EXPECT_EQ(j2->assignment.num_nodes, 3);
+  // No restart of --max-restarts was used: a failure now ends the job.
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(1, Failure(2, 4, 3), &root).ok());
+  EXPECT_EQ(service_->State(), JobState::kStopped);
+  EXPECT_EQ(service_->ExitCode(), 3);
+}
+
+TEST_F(ElasticServiceTest, ScaleUpNowWithoutNoticeRestartsAtOnceAndTheArrivalJoinsTheNewEpoch) {
+  Make(2, {2, 3, ElasticPolicy::kResize, ScaleUp::kNow});
+  Start();
+  Arrival late = Arrive("host-z");
+  ASSERT_TRUE(late.admitted.ok());
+  ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  EXPECT_EQ(service_->State(), JobState::kRendezvous);
+  EXPECT_FALSE(late.joined->status.has_value());  // it takes part in epoch 1's rendezvous
+  Join(0, 1);
+  Join(1, 1);
+  ASSERT_TRUE(late.joined->status && late.joined->status->ok());
+  EXPECT_EQ(late.joined->assignment.restart_round, 1);
+  EXPECT_EQ(late.joined->assignment.node_rank, 2);
+  EXPECT_FALSE(late.joined->assignment.spare);
+}
+
+TEST_F(ElasticServiceTest, ScaleUpNeverKeepsTheArrivalForALostMembersPlace) {
+  Make(2, {2, 3, ElasticPolicy::kResize, ScaleUp::kNever});
+  Start();
+  Arrival late = Arrive("host-z");
+  ASSERT_TRUE(late.joined->status && late.joined->status->ok());
+  EXPECT_TRUE(late.joined->assignment.spare);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kNotice), nullptr);  // no change of the world is coming
+  service_->DetachAgent(streams_[1].id);
+  Join(0, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok());
+  EXPECT_EQ(j2->assignment.node_rank, 1);
+  EXPECT_EQ(j2->assignment.num_nodes, 2);
+}
+
+TEST_F(ElasticServiceTest, SparesTakeArrivalsAsSparesAndRefuseBeyondTheMaximum) {
+  Make(2, {2, 3, ElasticPolicy::kSpares});
+  Start();
+  Arrival late = Arrive("host-z");
+  ASSERT_TRUE(late.joined->status && late.joined->status->ok());
+  EXPECT_TRUE(late.joined->assignment.spare);
+  Arrival full = Arrive("host-y");
+  EXPECT_EQ(full.admitted.code, StatusCode::kResourceExhausted);
+  EXPECT_NE(
+      full.admitted.message.find("already has 3 live nodes, the most its node range allows (--nnodes 2:3)"),
+      std::string::npos)
+      << full.admitted.message;
+  // The spare takes a lost member's seat and ranks.
+  service_->DetachAgent(streams_[1].id);
+  Join(0, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok());
+  EXPECT_EQ(j2->assignment.node_rank, 1);
+  EXPECT_EQ(j2->assignment.rank_offset, 2);
+}
+
+TEST_F(ElasticServiceTest, ArrivalsOfAnotherRunOrAJobWithoutARangeAreRefused) {
+  Make(2, {2, 3, ElasticPolicy::kResize});
+  Start();
+  Arrival other = Arrive("host-z", "run2");
+  EXPECT_EQ(other.admitted.code, StatusCode::kInvalidArgument);
+  EXPECT_NE(other.admitted.message.find("belongs to run 'run2', but this job is run 'run1'"),
+            std::string::npos);
+
+  ServiceConfig c;
+  c.num_nodes = 2;
+  c.run_id = "run1";
+  CoordinationService fixed(c);
+  NodeJoin j;
+  j.node_rank = -1;
+  j.run_id = "run1";
+  j.arriving = true;
+  int node = 0;
+  Status s = fixed.Admit(j, &node);
+  EXPECT_EQ(s.code, StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message.find("no node range (--nnodes MIN:MAX)"), std::string::npos);
+}
+
+TEST_F(ElasticServiceTest, AnArrivalDuringRendezvousTakesPartInThatEpoch) {
+  Make(2, {2, 3, ElasticPolicy::kResize});
+  for (int n = 0; n < 2; ++n) streams_.push_back(Attach(n));
+  auto j0 = Join(0, 0);
+  Arrival late = Arrive("host-z");
+  auto j1 = Join(1, 0);
+  ASSERT_TRUE(j1->status && j1->status->ok());
+  EXPECT_EQ(j1->assignment.num_nodes, 3);
+  ASSERT_TRUE(late.joined->status && late.joined->status->ok());
+  EXPECT_EQ(late.joined->assignment.node_rank, 2);
+  EXPECT_EQ(late.joined->assignment.restart_round, 0);
+}
+
+TEST_F(ElasticServiceTest, ALostArrivalIsFencedLikeAnyNode) {
+  Make(2, {2, 3, ElasticPolicy::kResize});
+  Start();
+  Arrival late = Arrive("host-z");
+  service_->DetachAgent(late.stream.id);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);  // it held no seat
+  EXPECT_EQ(service_->State(), JobState::kRunning);
+  EXPECT_NE(service_->History().find("1 node(s) lost: node 2 (host-z) in epoch 0"), std::string::npos);
 }
 
 }  // namespace

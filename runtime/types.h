@@ -41,6 +41,9 @@ inline constexpr int kLostAgentExitCode = 1;
 inline constexpr int kFencedExitCode = 75;
 // How the service's refusals of a fenced node begin, so that its agent can tell them from other failures.
 inline constexpr char kFencedPrefix[] = "fenced: ";
+// The key of an epoch's store that says a change of the world is coming (a node arrived and joins it at the
+// next restart): workers may watch it and checkpoint first. Absent while nothing is coming.
+inline constexpr char kChangeKey[] = "distrun/change";
 
 struct NodeJoin {
   int node_rank = 0;
@@ -53,6 +56,9 @@ struct NodeJoin {
   int proposed_master_port = 0;  // 0: none
   int proposed_jax_port = 0;
   std::string leaving;  // non-empty: the node leaves the job instead, for this reason (--node-check)
+  // The node arrives at a running elastic job (distrun --join): its node_rank is unknown until the
+  // coordinator admits it and gives it one; restart_round is the job's current one, whatever it says.
+  bool arriving = false;
 };
 
 struct NodeAssignment {
@@ -66,6 +72,7 @@ struct NodeAssignment {
   std::string run_id;
   int restart_round = 0;
   bool spare = false;  // a hot spare this epoch: no workers; node_rank is -1
+  int agent = 0;       // the node's identity for the job's life: its launch node rank, or an arrival's number
 };
 
 struct FailedWorker {
@@ -80,11 +87,13 @@ struct FailedWorker {
 std::string DescribeFailure(const FailedWorker& failure);
 
 struct JobEvent {
-  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined };
+  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined, kNotice };
   Kind kind = Kind::kHeartbeat;
-  int exit_code = 0;       // kStop
-  int restart_round = 0;   // kRestart: the round to join next
-  bool node_lost = false;  // kRestart: a member was lost (elastic), not a worker failure
+  int exit_code = 0;          // kStop
+  int restart_round = 0;      // kRestart: the round to join next
+  bool node_lost = false;     // kRestart: a member was lost (elastic), not a worker failure
+  bool node_arrived = false;  // kRestart: the world grows by nodes that arrived (elastic)
+  std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers
   FailedWorker root_cause;
   Status join_status;         // kJoined: the answer to a join sent on the stream
   NodeAssignment assignment;  // kJoined, when join_status is OK

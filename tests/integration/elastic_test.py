@@ -9,7 +9,7 @@ import unittest
 
 from launch_helpers import processes_with, wait_for
 
-from distrun_harness import detect_json, run
+from distrun_harness import DISTRUN, detect_json, run
 from multi_node import MultiNodeCase
 
 # Each worker logs its epoch's view of the world, waits in epoch 0 until the test acts, and ends in the next.
@@ -51,6 +51,25 @@ class Elastic(MultiNodeCase):
             self.assertIn("node 1 (", err)
             self.assertIn("the job goes on without it in epoch 1", err)
         self.assertIn("the job ran 2 epochs; 0 restart(s) after a worker failure; 1 node(s) lost: node 1", results[0][2])
+
+    def test_every_epoch_gets_fresh_ports(self):
+        # A fenced node's workers, or the last epoch's store, must never be reached on the new epoch's ports.
+        script = ('echo "$DISTRUN_EPOCH $MASTER_PORT $JAX_COORDINATOR_ADDRESS" >> $OUT/ports; '
+                  'echo up > $OUT/up-$NODE-$DISTRUN_EPOCH; if [ $DISTRUN_EPOCH = 0 ]; then sleep 60; fi')
+        nodes = self.start_nodes([1, 1, 1], script, "--nnodes", "2:3")
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[2].kill()
+        self.assertEqual([r[0] for r in self.finish(nodes[:2])], [0, 0])
+        with open(self.path("ports")) as f:
+            epochs = {}
+            for line in f.read().splitlines():
+                epoch, master, jax = line.split()
+                epochs.setdefault(epoch, set()).add((master, jax.rsplit(":", 1)[1]))
+        self.assertEqual(sorted(epochs), ["0", "1"])
+        self.assertEqual([len(v) for v in epochs.values()], [1, 1], epochs)  # every node agrees
+        (master0, jax0), (master1, jax1) = epochs["0"].pop(), epochs["1"].pop()
+        self.assertNotEqual(master0, master1)
+        self.assertNotEqual(jax0, jax1)
 
     def test_a_spare_takes_the_lost_nodes_seat(self):
         nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--elastic-policy", "spares")
@@ -216,12 +235,16 @@ class ElasticDetect(unittest.TestCase):
     def test_detect_shows_the_range_the_policy_and_the_spares(self):
         args = ["--num-nodes", "4", "--node-rank", "3", "--coordinator-address", "head:7777"]
         doc, _ = detect_json(extra_args=[*args, "--nnodes", "2:4", "--elastic-policy", "spares"])
-        self.assertEqual(doc["elastic"], {"min_nodes": 2, "max_nodes": 4, "policy": "spares", "spare_nodes": "2-3"})
+        self.assertEqual(doc["elastic"], {"min_nodes": 2, "max_nodes": 4, "policy": "spares", "scale_up": "next-restart",
+                                          "spare_nodes": "2-3", "join": None})
         self.assertEqual(doc["workers"][0]["env"]["DISTRUN_EPOCH"], "0")
         text = run(["--detect", *args, "--nnodes", "2..4", "--elastic-policy", "spares"]).stdout
         self.assertIn("elastic           2..4 nodes, policy spares; nodes 2-3 start as spares", text)
         doc, _ = detect_json(env={"DISTRUN_NNODES": "3:4"}, extra_args=args)
         self.assertEqual(doc["elastic"]["policy"], "resize")
+        text = run(["--detect", "--join", "head:7777", "--nnodes", "2:4", "--run-id", "r", "--scale-up", "now"]).stdout
+        self.assertIn("elastic           2..4 nodes, policy resize, scale-up now\n", text)
+        self.assertIn("joins             the running job at head:7777 as a new node", text)
         doc, _ = detect_json(extra_args=args)
         self.assertIsNone(doc["elastic"])
 
@@ -231,6 +254,107 @@ class ElasticDetect(unittest.TestCase):
                 r = run(["--detect", "--nnodes", value])
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn(f"--nnodes='{value}' is not valid; use MIN:MAX", r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
+# Epoch-0 workers wait for $OUT/fail; then node 1's fails (a restart, --max-restarts) and later epochs end.
+# On --change-signal (USR1) a worker writes what the key distrun/change says.
+ARRIVAL_WORKER = ('trap \'"$DISTRUN" kv try-get distrun/change > $OUT/.change-$NODE; '
+                  'mv $OUT/.change-$NODE $OUT/change-$NODE\' USR1; '
+                  'echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE rank $RANK/$WORLD_SIZE" '
+                  '>> $OUT/log; echo up > $OUT/up-$NODE-$DISTRUN_EPOCH; '
+                  'if [ $DISTRUN_EPOCH = 0 ]; then while [ ! -e $OUT/fail ]; do sleep 0.05; done; '
+                  'if [ $NODE = 1 ]; then exit 1; fi; sleep 60; fi')
+
+
+class Arrivals(MultiNodeCase):
+    """A distrun started later with --join: admitted as a spare, or the world grows (--scale-up)."""
+
+    RUN = ["--run-id", "elastic-arrivals"]
+    TOKEN = {"DISTRUN_TOKEN": "arrivals-token"}
+
+    def env_of(self, node):
+        return self.env(OUT=self.dir, NODE=str(node), DISTRUN=DISTRUN, **self.TOKEN)
+
+    def arrive(self, script, *extra, node=2, env=None):
+        return self.popen(["--join", f"127.0.0.1:{self.port}", *self.RUN, "--nproc-per-node", "1",
+                           "--grace-period", "5", *extra, "--", "sh", "-c", script],
+                          env=env if env is not None else self.env_of(node))
+
+    def log(self):
+        with open(self.path("log")) as f:
+            return sorted(f.read().splitlines())
+
+    def test_an_arrival_joins_the_world_at_the_next_restart(self):
+        common = ["--nnodes", "2:3", "--max-restarts", "1", "--change-signal", "USR1", *self.RUN]
+        nodes = self.start_nodes([1, 1], ARRIVAL_WORKER, *common,
+                                 env={"DISTRUN": DISTRUN, **self.TOKEN})
+        self.wait_for_files("up-0-0", "up-1-0")
+        late = self.arrive(ARRIVAL_WORKER, *common)
+        # The workers hear that a change is coming and can read what it is; the spare runs nothing yet.
+        self.wait_for_files("change-0", "change-1")
+        with open(self.path("change-0")) as f:
+            self.assertEqual(f.read().strip(), "node 2 (" + os.uname().nodename +
+                             ") arrived; it joins the world at the next restart (--scale-up next-restart)")
+        self.assertFalse(os.path.exists(self.path("up-2-0")))
+        open(self.path("fail"), "w").close()
+        results = self.finish(nodes + [late])
+        self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), [
+            "epoch 0 node 0 group 0/2 rank 0/2",
+            "epoch 0 node 1 group 1/2 rank 1/2",
+            "epoch 1 node 0 group 0/3 rank 0/3",
+            "epoch 1 node 1 group 1/3 rank 1/3",
+            "epoch 1 node 2 group 2/3 rank 2/3",
+        ])
+        self.assertIn("admitted as node 2", results[2][2])
+        self.assertIn("this node is a hot spare", results[2][2])
+        self.assertIn("sent SIGUSR1 to 1 worker(s) (--change-signal)", results[0][2])
+        self.assertIn("1 node(s) arrived: node 2", results[0][2])
+
+    def test_scale_up_now_restarts_the_job_with_the_arrival(self):
+        common = ["--nnodes", "2:3", "--scale-up", "now", *self.RUN]
+        nodes = self.start_nodes([1, 1], WORKER, *common, env=self.TOKEN)
+        self.wait_for_files("up-0-0", "up-1-0")
+        late = self.arrive(WORKER, *common)
+        results = self.finish(nodes + [late])
+        self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), [
+            "epoch 0 node 0 group 0/2 rank 0/2",
+            "epoch 0 node 1 group 1/2 rank 1/2",
+            "epoch 1 node 0 group 0/3 rank 0/3",
+            "epoch 1 node 1 group 1/3 rank 1/3",
+            "epoch 1 node 2 group 2/3 rank 2/3",
+        ])
+        self.assertIn("arrived and the world grows (--scale-up now); the job restarts with it in epoch 1",
+                      results[1][2])
+        self.assertNotIn("restarting all workers", results[0][2])  # no restart of --max-restarts
+
+    def test_a_job_at_its_maximum_refuses_an_arrival_and_goes_on(self):
+        script = 'echo up > $OUT/up-$NODE; while [ ! -e $OUT/go ]; do sleep 0.05; done'
+        common = ["--nnodes", "2:2", *self.RUN]
+        nodes = self.start_nodes([1, 1], script, *common, env=self.TOKEN)
+        self.wait_for_files("up-0", "up-1")
+        late = self.arrive(script, *common)
+        out, err = late.communicate(timeout=30)
+        self.assertEqual(late.returncode, 1, err)
+        self.assertIn("the job already has 2 live nodes, the most its node range allows (--nnodes 2:2)", err)
+        self.assertFalse(os.path.exists(self.path("up-2")))
+        open(self.path("go"), "w").close()
+        self.assertEqual([r[0] for r in self.finish(nodes)], [0, 0])
+
+    def test_an_arrival_needs_the_range_the_run_id_and_the_token(self):
+        cases = [
+            (["--join", "head:7777", "--run-id", "r"], self.TOKEN, "--join needs the job's node range"),
+            (["--join", "head:7777", "--nnodes", "2:3"], self.TOKEN, "--join needs the job's run id"),
+            (["--join", "head:7777", "--nnodes", "2:3", "--run-id", "r"], {}, "--join needs the job's token"),
+            (["--join", "head", "--nnodes", "2:3", "--run-id", "r"], self.TOKEN, "give the job's coordinator as HOST:PORT"),
+        ]
+        for args, env, message in cases:
+            with self.subTest(args=args):
+                r = run([*args, "--", "true"], env=env)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
 

@@ -1,0 +1,22 @@
+#include "runtime/message_text.h"
+
+#include <algorithm>
+
+namespace distrun {
+
+std::string Seconds(std::chrono::milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
+  return std::to_string(d.count()) + "ms";
+}
+
+std::string JoinNames(const std::vector<std::string>& names, size_t total) {
+  std::string out;
+  size_t shown = std::min(names.size(), kMaxNamesInMessage);
+  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + names[i];
+  if (total > shown) out += " and " + std::to_string(total - shown) + " more";
+  return out;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) { return JoinNames(names, names.size()); }
+
+}  // namespace distrun
