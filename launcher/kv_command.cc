@@ -134,6 +134,9 @@ int Execute(const Invocation& inv, const Env& env) {
   GrpcClientConfig config;
   config.address = get("DISTRUN_COORDINATOR_ADDRESS");
   config.token = get("DISTRUN_TOKEN");
+  // A worker's calls carry its epoch, so that a worker the job went on without is refused.
+  if (std::string epoch = get("DISTRUN_EPOCH"); !epoch.empty())
+    config.epoch = ParseCount("DISTRUN_EPOCH", epoch);
   // --timeout also bounds reaching the service, so that a script's wait is never longer than it asked.
   config.call_timeout =
       inv.timeout ? std::clamp(*inv.timeout, std::chrono::milliseconds(100), kCallTimeout) : kCallTimeout;

@@ -1,9 +1,11 @@
 #include "runtime/client.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 
 #include "detect/errors.h"
 #include "distrun/client.h"
@@ -23,6 +25,7 @@ GrpcClientConfig Client::Config(const ClientOptions& options) {
   c.address = options.coordinator_address;
   c.token = options.token;
   c.call_timeout = options.call_timeout;
+  c.epoch = options.epoch;
   return c;
 }
 
@@ -81,13 +84,10 @@ int Guard(distrun_client* c, F&& body) {
 
 extern "C" {
 
-distrun_client* distrun_client_open(const char* coordinator_address, const char* token, int process_id,
-                                    int64_t call_timeout_ms, char* error, size_t error_len) {
+namespace {
+
+distrun_client* Open(distrun::ClientOptions o, int64_t call_timeout_ms, char* error, size_t error_len) {
   try {
-    distrun::ClientOptions o;
-    o.coordinator_address = coordinator_address ? coordinator_address : "";
-    o.token = token ? token : "";
-    o.process_id = process_id;
     if (call_timeout_ms > 0) o.call_timeout = std::chrono::milliseconds(call_timeout_ms);
     return new distrun_client(std::move(o));
   } catch (const std::exception& e) {
@@ -97,6 +97,27 @@ distrun_client* distrun_client_open(const char* coordinator_address, const char*
     }
     return nullptr;
   }
+}
+
+// A variable holding 0, 1, ...: its value, -1 when unset or empty, or nullopt when it holds anything else.
+std::optional<int> NumberVariable(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return -1;
+  char* end = nullptr;
+  long n = std::strtol(text, &end, 10);
+  if (*end != '\0' || n < 0 || n > 1 << 30) return std::nullopt;
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
+distrun_client* distrun_client_open(const char* coordinator_address, const char* token, int process_id,
+                                    int64_t call_timeout_ms, char* error, size_t error_len) {
+  distrun::ClientOptions o;
+  o.coordinator_address = coordinator_address ? coordinator_address : "";
+  o.token = token ? token : "";
+  o.process_id = process_id;
+  return Open(std::move(o), call_timeout_ms, error, error_len);
 }
 
 distrun_client* distrun_client_open_env(int64_t call_timeout_ms, char* error, size_t error_len) {
@@ -112,17 +133,22 @@ distrun_client* distrun_client_open_env(int64_t call_timeout_ms, char* error, si
     return fail("DISTRUN_COORDINATOR_ADDRESS is not set; run this program as a worker of distrun");
   }
   const char* token = std::getenv("DISTRUN_TOKEN");
-  const char* id = std::getenv("DISTRUN_PROCESS_ID");
-  int process_id = 0;
-  if (id != nullptr && *id != '\0') {
-    char* end = nullptr;
-    long n = std::strtol(id, &end, 10);
-    if (*end != '\0' || n < 0 || n > 1 << 30) {
-      return fail(std::string("DISTRUN_PROCESS_ID='") + id + "' is not a process id (0, 1, ...)");
-    }
-    process_id = static_cast<int>(n);
+  std::optional<int> id = NumberVariable("DISTRUN_PROCESS_ID");
+  if (!id) {
+    return fail(std::string("DISTRUN_PROCESS_ID='") + std::getenv("DISTRUN_PROCESS_ID") +
+                "' is not a process id (0, 1, ...)");
   }
-  return distrun_client_open(address, token ? token : "", process_id, call_timeout_ms, error, error_len);
+  std::optional<int> epoch = NumberVariable("DISTRUN_EPOCH");
+  if (!epoch) {
+    return fail(std::string("DISTRUN_EPOCH='") + std::getenv("DISTRUN_EPOCH") +
+                "' is not an epoch (0, 1, ...)");
+  }
+  distrun::ClientOptions o;
+  o.coordinator_address = address;
+  o.token = token ? token : "";
+  o.process_id = std::max(*id, 0);
+  o.epoch = *epoch;
+  return Open(std::move(o), call_timeout_ms, error, error_len);
 }
 
 void distrun_client_close(distrun_client* client) { delete client; }

@@ -18,6 +18,7 @@ struct ClientOptions {
   std::string coordinator_address;  // DISTRUN_COORDINATOR_ADDRESS, passed in by the caller
   std::string token;                // DISTRUN_TOKEN
   int process_id = 0;               // DISTRUN_PROCESS_ID: who arrives at barriers
+  int epoch = -1;                   // DISTRUN_EPOCH, where known: calls of an earlier epoch are refused
   std::chrono::milliseconds call_timeout{30'000};
 };
 

@@ -139,6 +139,7 @@ class GrpcClient::Impl {
   // A context with the token and a deadline `extra` beyond the call timeout.
   void Prepare(grpc::ClientContext* ctx, std::chrono::milliseconds extra = 0ms) const {
     ctx->AddMetadata(kTokenHeader, config_.token);
+    if (config_.epoch >= 0) ctx->AddMetadata(kEpochHeader, std::to_string(config_.epoch));
     ctx->set_wait_for_ready(true);
     ctx->set_deadline(std::chrono::system_clock::now() + config_.call_timeout + extra);
   }

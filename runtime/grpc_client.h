@@ -30,6 +30,9 @@ struct GrpcClientConfig {
   size_t max_message_bytes = 4 << 20;
   // Deadline of calls that do not wait on other processes; waits add their own timeout to it.
   std::chrono::milliseconds call_timeout{30'000};
+  // The epoch of the worker that calls (DISTRUN_EPOCH), sent with every key-value and barrier call; -1: none
+  // (a shell outside the job, an agent).
+  int epoch = -1;
 };
 
 // One agent's liveness stream: heartbeats out, job events in. Events and the end of the stream are

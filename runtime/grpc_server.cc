@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <climits>
 #include <condition_variable>
 #include <cstdlib>
@@ -196,7 +197,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* KvSet(grpc::CallbackServerContext* ctx, const v1::KvSetRequest* req,
                                   v1::KvSetResponse*) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvSet", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvSet", reactor)) return reactor;
     reactor->Finish(ToGrpc(service_.KvSet(req->key(), req->value())));
     return reactor;
   }
@@ -204,7 +205,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* KvGet(grpc::CallbackServerContext* ctx, const v1::KvGetRequest* req,
                                   v1::KvGetResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvGet", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvGet", reactor)) return reactor;
     service_.KvGet(req->key(), Millis(req->timeout_ms()),
                    [reactor, resp](const Status& s, const std::string& v) {
                      if (s.ok()) {
@@ -219,7 +220,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* KvTryGet(grpc::CallbackServerContext* ctx, const v1::KvTryGetRequest* req,
                                      v1::KvGetResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvTryGet", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvTryGet", reactor)) return reactor;
     std::optional<std::string> value;
     Status s = service_.KvTryGet(req->key(), &value);
     resp->set_found(value.has_value());
@@ -231,7 +232,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* KvAdd(grpc::CallbackServerContext* ctx, const v1::KvAddRequest* req,
                                   v1::KvAddResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvAdd", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvAdd", reactor)) return reactor;
     int64_t value = 0;
     Status s = service_.KvAdd(req->key(), req->delta(), &value);
     resp->set_value(value);
@@ -243,7 +244,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                                             const v1::KvCompareAndSetRequest* req,
                                             v1::KvCompareAndSetResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvCompareAndSet", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvCompareAndSet", reactor)) return reactor;
     CasResult r;
     std::optional<std::string> expected;
     if (!req->expect_absent()) expected = req->expected();
@@ -258,7 +259,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* KvDelete(grpc::CallbackServerContext* ctx, const v1::KvDeleteRequest* req,
                                      v1::KvDeleteResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvDelete", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvDelete", reactor)) return reactor;
     bool deleted = false;
     Status s = service_.KvDelete(req->key(), &deleted);
     resp->set_deleted(deleted);
@@ -269,7 +270,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* KvList(grpc::CallbackServerContext* ctx, const v1::KvListRequest* req,
                                    v1::KvListResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "KvList", reactor)) return reactor;
+    if (!WorkerCall(ctx, "KvList", reactor)) return reactor;
     std::vector<std::pair<std::string, std::string>> entries;
     Status s = service_.KvList(req->prefix(), &entries);
     size_t bytes = 0;
@@ -292,7 +293,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const v1::BarrierRequest* req,
                                     v1::BarrierResponse*) override {
     auto* reactor = ctx->DefaultReactor();
-    if (!Authorized(ctx, "Barrier", reactor)) return reactor;
+    if (!WorkerCall(ctx, "Barrier", reactor)) return reactor;
     service_.Barrier(req->name(), req->process_id(), req->count(), Millis(req->timeout_ms()),
                      [reactor](const Status& s) { reactor->Finish(ToGrpc(s)); });
     return reactor;
@@ -450,6 +451,30 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     }
     CountRefusal(std::string(method) + " call", PeerOf(*ctx), it != md.end());
     if (reactor) reactor->Finish({grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"});
+    return false;
+  }
+
+  // A worker's call: authorized, and not of an epoch the job has left (a worker of a fenced node, or one
+  // that outlived its epoch's stop, must not touch the new epoch's store or barriers).
+  bool WorkerCall(grpc::CallbackServerContext* ctx, const char* method, grpc::ServerUnaryReactor* reactor) {
+    if (!Authorized(ctx, method, reactor)) return false;
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kEpochHeader);
+    if (it == md.end()) return true;  // a shell outside the job, or an older client
+    const std::string text(it->second.data(), it->second.size());
+    int epoch = -1;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), epoch);
+    if (ec != std::errc() || end != text.data() + text.size() || epoch < 0) {
+      reactor->Finish(
+          {grpc::StatusCode::INVALID_ARGUMENT, "the call's epoch '" + text + "' is not a number"});
+      return false;
+    }
+    const int current = service_.CurrentRound();
+    if (epoch >= current) return true;
+    reactor->Finish({grpc::StatusCode::FAILED_PRECONDITION,
+                     std::string(kFencedPrefix) + "this worker belongs to epoch " + std::to_string(epoch) +
+                         ", but the job is in epoch " + std::to_string(current) +
+                         "; a worker of an earlier epoch must stop"});
     return false;
   }
 

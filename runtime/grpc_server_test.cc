@@ -182,10 +182,11 @@ class GrpcTest : public ::testing::Test {
     server = std::make_unique<GrpcServer>(*service, gc);
   }
 
-  std::unique_ptr<GrpcClient> Client(const std::string& token = kToken) {
+  std::unique_ptr<GrpcClient> Client(const std::string& token = kToken, int epoch = -1) {
     GrpcClientConfig c;
     c.address = server->address();
     c.token = token;
+    c.epoch = epoch;
     c.call_timeout = 5s;
     return std::make_unique<GrpcClient>(c);
   }
@@ -363,6 +364,31 @@ TEST_F(GrpcTest, NodesJoinOnTheirLivenessStreams) {
   auto r1 = e1.WaitFor(JobEvent::Kind::kJoined);
   ASSERT_TRUE(r1 && r1->join_status.ok());
   EXPECT_EQ(r1->assignment.restart_round, 1);
+}
+
+TEST_F(GrpcTest, AWorkersCallsOfAnEarlierEpochAreRefused) {
+  StartServer(1, 1 << 20, /*max_restarts=*/1);
+  auto agent = Client();
+  EventLog events;
+  auto stream = agent->OpenLiveness(0, events.Sink(), events.Closed(), Node(0, 1, 1));
+  ASSERT_TRUE(events.WaitFor(JobEvent::Kind::kJoined));
+  auto old_worker = Client(kToken, 0);
+  ASSERT_TRUE(old_worker->KvSet("k", "epoch 0").ok());
+  bool root = false;
+  ASSERT_TRUE(agent->ReportFailure(0, FailedWorker{0, "host0", 0, 3, "exited with code 3"}, &root).ok());
+  ASSERT_TRUE(events.WaitFor(JobEvent::Kind::kRestart));
+  // The job is in epoch 1: a worker of epoch 0 that still runs changes nothing, and is told why.
+  Status s = old_worker->KvSet("k", "stale");
+  EXPECT_EQ(s.code, StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message,
+            "fenced: this worker belongs to epoch 0, but the job is in epoch 1; a worker of an earlier epoch "
+            "must stop");
+  EXPECT_EQ(old_worker->Barrier("b", 0, 1, 1s).code, StatusCode::kFailedPrecondition);
+  // A new epoch's worker, and a shell that names no epoch, go through.
+  EXPECT_TRUE(Client(kToken, 1)->KvSet("k", "epoch 1").ok());
+  std::optional<std::string> v;
+  ASSERT_TRUE(Client()->KvTryGet("k", &v).ok());
+  EXPECT_EQ(v, "epoch 1");
 }
 
 TEST_F(GrpcTest, SuccessReportedOnTheStreamsCompletesTheJob) {

@@ -13,6 +13,9 @@ namespace distrun {
 
 // The metadata header that carries the job token on every call.
 inline constexpr char kTokenHeader[] = "x-distrun-token";
+// The epoch a worker's call belongs to (DISTRUN_EPOCH), where it knows one: calls of an earlier epoch are
+// refused (fenced), so that a worker the job went on without cannot change the new epoch's store.
+inline constexpr char kEpochHeader[] = "x-distrun-epoch";
 
 grpc::Status ToGrpc(const Status& status);
 Status FromGrpc(const grpc::Status& status);
