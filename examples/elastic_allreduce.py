@@ -6,16 +6,22 @@ epoch, and resumes from its checkpoint when distrun starts it again in a later e
 Each epoch runs it afresh with that epoch's RANK, WORLD_SIZE and DISTRUN_EPOCH; init_process_group() needs
 no arguments. Rank 0 writes the step it finished to the checkpoint file (on a file system every node sees),
 so a new epoch goes on from there. At the end every worker prints one line: its epoch, rank, world, host and
-the steps it ran, all with the right sum.
+the steps it ran, all with the right sum. With `distrun --change-signal USR1`, a worker told that the world
+changes at the next epoch (a node arrived) says so; a real script would save its state there.
 """
 import argparse
 import os
+import signal
 import socket
 import sys
 import time
 
-import torch
-import torch.distributed as dist
+# First of all, so that a notice never finds the worker without its handler (USR1 would end it).
+ME = f"epoch {os.environ.get('DISTRUN_EPOCH')} rank {os.environ.get('RANK')}/{os.environ.get('WORLD_SIZE')}"
+signal.signal(signal.SIGUSR1, lambda *_: print(f"{ME}: told that the world changes", flush=True))
+
+import torch  # noqa: E402 (after the handler)
+import torch.distributed as dist  # noqa: E402
 
 
 def read_checkpoint(path):

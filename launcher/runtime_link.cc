@@ -133,7 +133,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
     : log_(std::move(log)),
       node_rank_(options.join ? kArrivingNode : plan.layout.unit_index),
       num_nodes_(plan.layout.units),
-      seats_are_nodes_(options.elastic && plan.layout.mode == LaunchMode::kPerNode),
+      seats_are_nodes_(options.elastic.has_value()),
       fresh_master_port_(options.elastic && !plan.topology.master_port),
       fresh_jax_port_(options.elastic && !options.jax_coordinator_port && !plan.topology.jax_port) {
   JobToken token = ResolveJobToken(plan, options, env);
@@ -145,13 +145,16 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
                      " distrun processes needs one coordinator port that all of them know; give "
                      "--coordinator-port PORT (or HOST:PORT in --coordinator-address)");
   }
+  // Per-task jobs count hosts: the distrun processes on one host are one node of the range.
+  const bool per_task = plan.layout.mode == LaunchMode::kPerTask;
+  const int nodes = per_task ? plan.topology.num_nodes : num_nodes_;
   if (options.elastic && !options.join &&
-      (num_nodes_ < options.elastic->min_nodes || num_nodes_ > options.elastic->max_nodes)) {
+      (nodes < options.elastic->min_nodes || nodes > options.elastic->max_nodes)) {
     throw UsageError("--nnodes " + std::to_string(options.elastic->min_nodes) + ":" +
                      std::to_string(options.elastic->max_nodes) + " does not fit the " +
-                     std::to_string(num_nodes_) + " distrun processes the launcher started; start between " +
-                     std::to_string(options.elastic->min_nodes) + " and " +
-                     std::to_string(options.elastic->max_nodes) + " of them, or change --nnodes");
+                     std::to_string(nodes) + (per_task ? " hosts" : " distrun processes") +
+                     " the launcher started; start between " + std::to_string(options.elastic->min_nodes) +
+                     " and " + std::to_string(options.elastic->max_nodes) + " of them, or change --nnodes");
   }
   if (token.insecure && !SingleHost(plan)) {
     log_->warn(
@@ -180,6 +183,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   config.join.node_rank = node_rank_;
   config.join.num_nodes = num_nodes_;
   config.join.host = node_rank_ == 0 ? plan.assignment.process0_host : env.hostname;
+  config.join.machine = env.hostname;
   config.join.local_workers = plan.layout.local_workers;
   config.join.device_tokens = plan.layout.node_devices;
   // A run id this distrun made up is its own: node 0's is the job's. One from the launcher or --run-id is
@@ -212,6 +216,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   sc.initialization_timeout = Millis(options.initialization_timeout_s);
   sc.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
   sc.elastic = options.elastic;
+  sc.agents_share_hosts = plan.layout.mode == LaunchMode::kPerTask;
   sc.scale_up_notice = Millis(options.scale_up_notice_s);
   // A dying node's peers see their collectives fail within milliseconds of its connection's close.
   if (options.elastic) sc.failure_hold = kElasticFailureHold;
@@ -302,7 +307,7 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   if (!na.run_id.empty()) a.run_id = na.run_id;
   a.restart_count = na.restart_round;
   // The epoch's world: an elastic job's node ranks change as nodes are lost; a spare gets no seat. (In
-  // per-task mode the service counts distrun processes, not hosts: the launcher's node numbers stay.)
+  // per-task mode a node is a host with all of its distrun processes.)
   a.spare = na.spare;
   if (seats_are_nodes_) {
     a.num_nodes = na.num_nodes;

@@ -68,7 +68,7 @@ class RuntimeLink final : public JobLink {
   std::string token_;
   int node_rank_ = 0;
   int num_nodes_ = 1;
-  bool seats_are_nodes_ = false;    // an elastic per-node job: the epoch's node ranks are the workers'
+  bool seats_are_nodes_ = false;    // an elastic job: the epoch's node ranks are the workers'
   bool fresh_master_port_ = false;  // node 0 of an elastic job proposes new ports for every epoch, except
   bool fresh_jax_port_ = false;     // those the user or the MPI probe fixed
   std::string worker_address_;

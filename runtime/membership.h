@@ -1,19 +1,22 @@
 #pragma once
 // Elastic membership (DESIGN §4.1): the job is a sequence of epochs, and the coordinator alone decides who
 // takes part in each. The agents the launcher started are numbered by their launch node rank (their
-// "agent" index, fixed for the job's life); an epoch gives each live agent a seat: a node rank in that
-// epoch's world, or none (a hot spare, which holds no workers).
+// "agent" index, fixed for the job's life). Agents form nodes: one agent is one node, except in per-task
+// jobs (one distrun per task), where the agents on one host are one node (SetGroups). The range, the seats
+// and the losses count nodes. An epoch gives each live node a seat, its node rank in that epoch's world,
+// or none (a hot spare, which holds no workers); the agents of seated nodes get agent seats in that order,
+// which place their workers' ranks.
 //
-//   resize  every live agent is in the world, in launch order; never fewer than min_nodes.
-//   spares  the world has min_nodes seats; the first min_nodes agents take them, the rest wait as spares,
+//   resize  every live node is in the world, in launch order; never fewer than min_nodes.
+//   spares  the world has min_nodes seats; the first min_nodes nodes take them, the rest wait as spares,
 //           and a lost member's seat (its node rank) goes to the first spare, so the others keep theirs.
 //
-// A lost agent is lost for good: its requests are refused (fenced), whatever it says when it comes back.
-// An agent that arrives after the start (a repaired or replacement node) is admitted with the next agent
-// index while fewer than max_nodes live. Under spares it is one more spare. Under resize it waits, holding
-// no seat, until the scale-up policy seats it: `never` only in a lost member's place (the world never
-// grows), `next-restart` at the next epoch whatever begins it, `now` likewise, and the caller begins that
-// epoch soon after the arrival.
+// A lost node is lost for good, with all of its agents: their requests are refused (fenced), whatever
+// they say when they come back. An agent that arrives after the start (a repaired or replacement node) is
+// admitted as a node of its own while fewer than max_nodes live. Under spares it is one more spare. Under
+// resize it waits, holding no seat, until the scale-up policy seats it: `never` only in a lost member's
+// place (the world never grows), `next-restart` at the next epoch whatever begins it, `now` likewise, and
+// the caller begins that epoch soon after the arrival.
 // Pure bookkeeping; no clock, no I/O: CoordinationService drives it.
 
 #include <optional>
@@ -37,40 +40,52 @@ struct ElasticRange {
 
 class Membership {
  public:
-  // `agents` were started (every one of them joins the first epoch). Throws std::invalid_argument for a
-  // range that `agents` do not fit.
-  Membership(int agents, ElasticRange range);
+  // `agents` were started (every one of them joins the first epoch), each a node of its own until
+  // SetGroups says otherwise. Throws std::invalid_argument for a range that the nodes do not fit, unless
+  // `grouped_later` (SetGroups checks then).
+  Membership(int agents, ElasticRange range, bool grouped_later = false);
+
+  // Per-task jobs: `node_of[agent]` (0..N-1, in order of first appearance) says which agents share a
+  // node. Only before any loss or arrival. Throws std::invalid_argument when N does not fit the range.
+  void SetGroups(const std::vector<int>& node_of);
 
   const ElasticRange& range() const { return range_; }
-  int agents() const { return static_cast<int>(lost_.size()); }
+  int agents() const { return static_cast<int>(node_of_.size()); }
   int epoch() const { return epoch_; }
-  int live() const { return live_; }
-  bool lost(int agent) const { return lost_[static_cast<size_t>(agent)]; }
-  // Agents lost so far, in the order they were lost.
+  int live() const { return live_; }  // nodes
+  int live_agents() const { return live_agents_; }
+  bool lost(int agent) const { return lost_[Node(agent)]; }
+  // Agents lost so far, in the order they were lost (a node's agents together).
   const std::vector<int>& lost_agents() const { return lost_order_; }
 
-  // The seat `agent` holds in the current epoch: its node rank, or nullopt for a spare or a lost agent.
+  // The agent seat `agent` holds in the current epoch (its place in rank order), or nullopt for a spare
+  // or a lost agent.
   std::optional<int> seat(int agent) const { return seats_[static_cast<size_t>(agent)]; }
-  // Node ranks of the current epoch's world, 0..world_nodes()-1.
-  int world_nodes() const { return world_nodes_; }
-  // The agent in seat `node_rank`.
-  int agent_in_seat(int node_rank) const { return by_seat_[static_cast<size_t>(node_rank)]; }
+  // Agent seats of the current epoch's world, 0..world_agents()-1, and the agent in each.
+  int world_agents() const { return static_cast<int>(by_seat_.size()); }
+  int agent_in_seat(int seat) const { return by_seat_[static_cast<size_t>(seat)]; }
+  // Nodes in the current epoch's world: agent seats hold them in order, so a node's rank counts the
+  // changes of node_of along the seats.
+  int world_nodes() const { return static_cast<int>(seated_.size()); }
+  int node_of(int agent) const { return static_cast<int>(Node(agent)); }
 
   enum class Loss {
     kAlreadyLost,  // nothing changes
     kSpare,        // a spare was lost: the world goes on as it is
     kMemberLost,   // a member was lost: its seat is given again (resize: the world shrinks); the caller
                    // starts the next epoch (NextEpoch) unless the current one has not begun yet
-    kTooFew,       // fewer than min_nodes live agents are left: the job cannot go on
+    kTooFew,       // fewer than min_nodes live nodes are left: the job cannot go on
   };
-  // Records that `agent` is gone (its stream broke, its heartbeats stopped, its node check failed).
+  // Records that `agent` is gone (its stream broke, its heartbeats stopped, its node check failed), and
+  // with it every agent of its node.
   Loss Lose(int agent);
 
-  // Admits an agent that arrived after the start: its agent index, or nullopt when max_nodes agents live.
+  // Admits an agent that arrived after the start, as a node of its own: its agent index, or nullopt when
+  // max_nodes nodes live.
   std::optional<int> Admit();
   // Arrived under resize and not seated yet (see the top of this file).
-  bool waiting(int agent) const { return waiting_[static_cast<size_t>(agent)]; }
-  int waiting_count() const;
+  bool waiting(int agent) const { return waiting_[Node(agent)]; }
+  int waiting_count() const;  // nodes
 
   // Starts the next epoch (after a loss, a restart after a failure, or an arrival). Under resize with
   // scale-up next-restart or now, the waiting arrivals take seats in it; otherwise the seats stay.
@@ -79,17 +94,23 @@ class Membership {
   bool SeatArrivals();
 
  private:
+  size_t Node(int agent) const { return static_cast<size_t>(node_of_[static_cast<size_t>(agent)]); }
+  int nodes() const { return static_cast<int>(members_.size()); }
+  void CheckFits(int nodes, const char* what) const;
   void Seat();
 
   ElasticRange range_;
   int epoch_ = 0;
-  int live_ = 0;
-  std::vector<bool> lost_;
-  std::vector<bool> waiting_;
+  int live_ = 0;  // nodes
+  int live_agents_ = 0;
+  std::vector<int> node_of_;               // by agent
+  std::vector<std::vector<int>> members_;  // by node: its agents in launch order
+  std::vector<bool> lost_;                 // by node
+  std::vector<bool> waiting_;              // by node
+  std::vector<int> seated_;                // node in each node seat (spares: -1 before the first Seat)
+  std::vector<std::optional<int>> seats_;  // agent seat, by agent
+  std::vector<int> by_seat_;               // agent in each agent seat
   std::vector<int> lost_order_;
-  std::vector<std::optional<int>> seats_;  // by agent
-  std::vector<int> by_seat_;               // agent of each seat
-  int world_nodes_ = 0;
 };
 
 }  // namespace distrun

@@ -115,5 +115,33 @@ TEST(Membership, AWaitingArrivalCountsTowardsTheMinimum) {
   EXPECT_EQ(SeatsOf(m), (Seats{0, std::nullopt, 1}));
 }
 
+TEST(Membership, PerTaskAgentsOnOneHostAreOneNode) {
+  Membership m(6, {2, 3, ElasticPolicy::kSpares}, /*grouped_later=*/true);
+  m.SetGroups({0, 0, 1, 1, 2, 2});
+  EXPECT_EQ(m.live(), 3);
+  EXPECT_EQ(m.live_agents(), 6);
+  EXPECT_EQ(m.world_nodes(), 2);
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, 2, 3, std::nullopt, std::nullopt}));
+  // One agent of host 1 lost: the host goes with it, and the spare host takes its place and ranks.
+  EXPECT_EQ(m.Lose(3), Membership::Loss::kMemberLost);
+  EXPECT_EQ(m.lost_agents(), (std::vector<int>{2, 3}));
+  EXPECT_TRUE(m.lost(2));
+  EXPECT_EQ(SeatsOf(m), (Seats{0, 1, std::nullopt, std::nullopt, 2, 3}));
+  EXPECT_EQ(m.Lose(2), Membership::Loss::kAlreadyLost);
+  EXPECT_EQ(m.live(), 2);
+  EXPECT_EQ(m.live_agents(), 4);
+  EXPECT_EQ(m.Lose(5), Membership::Loss::kTooFew);
+}
+
+TEST(Membership, PerTaskRangesCountHosts) {
+  Membership m(8, {2, 3, ElasticPolicy::kResize}, /*grouped_later=*/true);
+  EXPECT_THROW(m.SetGroups({0, 0, 1, 1, 2, 2, 3, 3}), std::invalid_argument);  // 4 hosts
+  EXPECT_THROW(Membership(8, {2, 3, ElasticPolicy::kResize}), std::invalid_argument);
+  Membership r(4, {2, 3, ElasticPolicy::kResize}, true);
+  r.SetGroups({0, 1, 0, 1});  // cyclic placement
+  EXPECT_EQ(SeatsOf(r), (Seats{0, 2, 1, 3}));
+  EXPECT_EQ(r.node_of(2), 0);
+}
+
 }  // namespace
 }  // namespace distrun

@@ -84,6 +84,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_proposed_jax_port(in.proposed_jax_port);
   out->set_leaving(in.leaving);
   out->set_arriving(in.arriving);
+  out->set_machine(in.machine);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -99,6 +100,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.proposed_jax_port = in.proposed_jax_port();
   j.leaving = in.leaving();
   j.arriving = in.arriving();
+  j.machine = in.machine();
   return j;
 }
 

@@ -35,7 +35,8 @@ ElasticRange RangeOf(const ServiceConfig& config) {
 }  // namespace
 
 CoordinationService::CoordinationService(ServiceConfig config)
-    : config_(Checked(config)), membership_(config_.num_nodes, RangeOf(config_)) {
+    : config_(Checked(config)),
+      membership_(config_.num_nodes, RangeOf(config_), config_.elastic && config_.agents_share_hosts) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   nodes_.resize(static_cast<size_t>(config_.num_nodes));
   round_deadline_ = Now() + config_.initialization_timeout;
@@ -70,7 +71,7 @@ std::string CoordinationService::WorkerName(int process_id) const {
                              [](int id, const NodeAssignment& a) { return id < a.rank_offset; });
   while (it != assignments_.begin()) {
     --it;
-    const int agent = membership_.agent_in_seat(it->node_rank);
+    const int agent = membership_.agent_in_seat(static_cast<int>(it - assignments_.begin()));
     const NodeState& node = nodes_[static_cast<size_t>(agent)];
     int workers = node.join ? node.join->local_workers : 0;
     if (workers == 0) continue;
@@ -101,7 +102,7 @@ size_t CoordinationService::AttachedAgents() const {
 std::string CoordinationService::RendezvousProgress() const {
   std::lock_guard lock(mu_);
   if (state_ != JobState::kRendezvous) return {};
-  return "waiting for " + std::to_string(joined_) + " of " + std::to_string(membership_.live()) +
+  return "waiting for " + std::to_string(joined_) + " of " + std::to_string(membership_.live_agents()) +
          " nodes; missing: " + MissingNodes();
 }
 
@@ -182,7 +183,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
         node.join_done = std::move(done);
         if (!node.stream) SetHeartbeatDeadline(node);
         // Counted, not scanned: a scan per join is quadratic in the node count.
-        if (++joined_ == membership_.live()) CompleteRendezvous(completions);
+        if (++joined_ == membership_.live_agents()) CompleteRendezvous(completions);
       }
     }
   }
@@ -190,8 +191,28 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
 }
 
 void CoordinationService::CompleteRendezvous(Completions& completions) {
+  if (config_.elastic && config_.agents_share_hosts && !grouped_) {
+    // Per-task jobs: the agents on one host are one node, for the range, the seats and the losses.
+    grouped_ = true;
+    std::map<std::string, int> node_of_host;
+    std::vector<int> node_of;
+    for (const NodeState& n : nodes_) {
+      const std::string& machine = n.join->machine.empty() ? n.join->host : n.join->machine;
+      node_of.push_back(node_of_host.emplace(machine, static_cast<int>(node_of_host.size())).first->second);
+    }
+    try {
+      membership_.SetGroups(node_of);
+    } catch (const std::invalid_argument& e) {
+      FailedWorker f;
+      f.description = std::string(e.what()) + " (--nnodes counts hosts in a per-task job)";
+      f.exit_code = kLostAgentExitCode;
+      FailRendezvous({StatusCode::kInvalidArgument, f.description}, completions);
+      StopJob(f, completions);
+      return;
+    }
+  }
   // The epoch's world in seat order; spares (and lost nodes) hold no seat.
-  const int world = membership_.world_nodes();
+  const int world = membership_.world_agents();
   int64_t offset = 0;
   std::string process0_host;
   for (int seat = 0; seat < world; ++seat) {
@@ -208,7 +229,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
   const NodeJoin& first = *nodes_.front().join;
   NodeAssignment common;
   common.num_processes = num_processes;
-  common.num_nodes = world;
+  common.num_nodes = membership_.world_nodes();
   common.process0_host = process0_host.empty() ? first.host : process0_host;
   common.master_port = first.proposed_master_port;
   common.jax_port = first.proposed_jax_port;
@@ -216,10 +237,14 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
   common.restart_round = round_;
   assignments_.clear();
   offset = 0;
-  for (int seat = 0; seat < world; ++seat) {
+  int node_rank = -1;
+  for (int seat = 0, last_node = -1; seat < world; ++seat) {
+    const int node = membership_.node_of(membership_.agent_in_seat(seat));
+    if (node != last_node) ++node_rank;
+    last_node = node;
     NodeAssignment a = common;
     a.rank_offset = static_cast<int>(offset);
-    a.node_rank = seat;
+    a.node_rank = node_rank;
     offset += nodes_[static_cast<size_t>(membership_.agent_in_seat(seat))].join->local_workers;
     assignments_.push_back(a);
   }
@@ -392,7 +417,7 @@ Status CoordinationService::ReportSuccess(int node_rank, int restart_round) {
     node.succeeded = true;
     ++succeeded_;
   }
-  if (succeeded_ == membership_.world_nodes()) {
+  if (succeeded_ == membership_.world_agents()) {
     state_ = JobState::kSucceeded;
     exit_code_ = 0;
     JobEvent event;
@@ -654,7 +679,8 @@ void CoordinationService::Tick() {
     if (state_ == JobState::kRendezvous && now >= round_deadline_) {
       std::string message = "rendezvous timed out after " + Seconds(config_.initialization_timeout) +
                             " (--initialization-timeout): " + std::to_string(joined_) + " of " +
-                            std::to_string(membership_.live()) + " nodes joined; missing: " + MissingNodes();
+                            std::to_string(membership_.live_agents()) +
+                            " nodes joined; missing: " + MissingNodes();
       FailedWorker f;
       f.node_rank = -1;
       for (int i = 0; i < Agents() && f.node_rank < 0; ++i) {

@@ -29,6 +29,9 @@ inline constexpr int kMaxWorkersPerNode = 1 << 16;
 
 struct ServiceConfig {
   int num_nodes = 1;  // the agents started, numbered by node rank for the job's life
+  // Per-task jobs (one agent per task): the agents on one host are one node of an elastic job (its range,
+  // seats and losses count hosts), learnt from the hosts of the first rendezvous.
+  bool agents_share_hosts = false;
   // Elastic membership (runtime/membership.h). Unset: every node is needed and losing one ends the job.
   std::optional<ElasticRange> elastic;
   // Elastic jobs: how long the first worker failure of an epoch waits before it is acted on, so that the
@@ -169,7 +172,7 @@ class CoordinationService {
   void LoseNode(int node_rank, const std::string& why, Completions& completions);
   // After LoseNode recorded a loss: the job stops (too few left), the epoch being formed goes on without the
   // node, or the next epoch begins (a member was lost while the workers ran).
-  void GoOnWithout(int node_rank, bool member, Membership::Loss loss, FailedWorker f,
+  void GoOnWithout(const std::vector<int>& gone, bool member, Membership::Loss loss, FailedWorker f,
                    Completions& completions);
   void BeginEpoch(JobEvent event, Completions& completions);
   // After Admit: seat the arrival, or tell the job a change is coming and, with scale-up now, grow the world.
@@ -194,8 +197,9 @@ class CoordinationService {
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;  // by node rank (the agent's number): the started nodes, then arrivals
   Membership membership_;
-  int joined_ = 0;     // nodes with a join this round
-  int succeeded_ = 0;  // nodes that reported success this round
+  bool grouped_ = false;  // agents_share_hosts: the nodes were learnt
+  int joined_ = 0;        // nodes with a join this round
+  int succeeded_ = 0;     // nodes that reported success this round
   // Lower bounds of the heartbeat and key-value wait deadlines, so that Tick scans only when one passed.
   Clock::time_point earliest_heartbeat_deadline_ = Clock::time_point::max();
   Clock::time_point earliest_kv_deadline_ = Clock::time_point::max();

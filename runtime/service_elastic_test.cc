@@ -43,8 +43,9 @@ FailedWorker Failure(int node, int process, int code) {
 class ElasticServiceTest : public ::testing::Test {
  protected:
   void Make(int nodes, ElasticRange range, int max_restarts = 0, std::chrono::milliseconds hold = 0ms,
-            std::chrono::milliseconds notice = 0ms) {
+            std::chrono::milliseconds notice = 0ms, bool per_task = false) {
     ServiceConfig c;
+    c.agents_share_hosts = per_task;
     c.failure_hold = hold;
     c.scale_up_notice = notice;
     c.num_nodes = nodes;
@@ -58,11 +59,11 @@ class ElasticServiceTest : public ::testing::Test {
     nodes_ = nodes;
   }
 
-  std::shared_ptr<Joined> Join(int node, int round, int workers = 2) {
+  std::shared_ptr<Joined> Join(int node, int round, int workers = 2, std::string host = "") {
     NodeJoin j;
     j.node_rank = node;
     j.num_nodes = nodes_;
-    j.host = std::string("host-") + static_cast<char>('a' + node);
+    j.host = host.empty() ? std::string("host-") + static_cast<char>('a' + node) : host;
     j.local_workers = workers;
     j.run_id = "run1";
     j.restart_round = round;
@@ -535,6 +536,50 @@ TEST_F(ElasticServiceTest, ALostArrivalIsFencedLikeAnyNode) {
   EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);  // it held no seat
   EXPECT_EQ(service_->State(), JobState::kRunning);
   EXPECT_NE(service_->History().find("1 node(s) lost: node 2 (host-z) in epoch 0"), std::string::npos);
+}
+
+TEST_F(ElasticServiceTest, PerTaskJobsLoseAndSeatWholeHosts) {
+  // Six distrun processes, one per task, two on each of three hosts; 2 hosts work, one waits.
+  Make(6, {2, 3, ElasticPolicy::kSpares}, 0, 0ms, 0ms, /*per_task=*/true);
+  const char* hosts[] = {"h1", "h1", "h2", "h2", "h3", "h3"};
+  std::vector<std::shared_ptr<Joined>> first;
+  for (int n = 0; n < 6; ++n) streams_.push_back(Attach(n));
+  for (int n = 0; n < 6; ++n) first.push_back(Join(n, 0, 1, hosts[n]));
+  ASSERT_TRUE(first[5]->status && first[5]->status->ok()) << first[5]->status->message;
+  EXPECT_EQ(first[3]->assignment.node_rank, 1);
+  EXPECT_EQ(first[3]->assignment.num_nodes, 2);
+  EXPECT_EQ(first[3]->assignment.rank_offset, 3);
+  EXPECT_EQ(first[3]->assignment.num_processes, 4);
+  EXPECT_TRUE(first[4]->assignment.spare);
+  // One task's distrun on h2 dies: h2's other one is fenced, and h3 takes h2's node rank and ranks.
+  service_->DetachAgent(streams_[2].id);
+  const JobEvent* fenced = streams_[3].Last(JobEvent::Kind::kStop);
+  ASSERT_NE(fenced, nullptr);
+  EXPECT_EQ(fenced->exit_code, kFencedExitCode);
+  ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  std::vector<std::shared_ptr<Joined>> next;
+  for (int n : {0, 1, 4, 5}) next.push_back(Join(n, 1, 1, hosts[n]));
+  ASSERT_TRUE(next[3]->status && next[3]->status->ok()) << next[3]->status->message;
+  EXPECT_EQ(next[2]->assignment.node_rank, 1);
+  EXPECT_EQ(next[2]->assignment.rank_offset, 2);
+  EXPECT_EQ(next[3]->assignment.rank_offset, 3);
+  EXPECT_EQ(next[3]->assignment.num_nodes, 2);
+  EXPECT_EQ(
+      service_->History(),
+      "2 epochs; 0 restart(s) after a worker failure; 2 node(s) lost: node 2 (h2) in epoch 0, node 3 (h2) "
+      "in epoch 0");
+}
+
+TEST_F(ElasticServiceTest, PerTaskJobsWhoseHostsDoNotFitTheRangeEnd) {
+  Make(4, {2, 3, ElasticPolicy::kResize}, 0, 0ms, 0ms, /*per_task=*/true);
+  for (int n = 0; n < 4; ++n) streams_.push_back(Attach(n));
+  std::shared_ptr<Joined> last;
+  for (int n = 0; n < 4; ++n) last = Join(n, 0, 1, "h" + std::to_string(n));
+  ASSERT_TRUE(last->status);
+  EXPECT_EQ(last->status->code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(last->status->message,
+            "4 hosts were started, outside the node range 2..3 (--nnodes counts hosts in a per-task job)");
+  EXPECT_EQ(service_->State(), JobState::kStopped);
 }
 
 }  // namespace

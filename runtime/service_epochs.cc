@@ -38,26 +38,34 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   f.host = HostOf(node_rank);
   f.exit_code = kLostAgentExitCode;
   f.description = "node lost: " + why;
-  if (node_rank == 0 && config_.elastic) {
+  if (config_.elastic && membership_.node_of(node_rank) == membership_.node_of(0)) {
     // Node 0 hosts this service: an elastic job needs it as much as any other.
     f.description += "; node 0 hosts the job's coordinator, so the job cannot go on without it";
     StopJob(f, completions);
     return;
   }
   const bool member = membership_.seat(node_rank).has_value();
+  const size_t lost_before = membership_.lost_agents().size();
   const Membership::Loss loss = membership_.Lose(node_rank);
   if (loss == Membership::Loss::kAlreadyLost) return;
-  losses_.emplace_back(node_rank, round_);
-  NodeState& node = nodes_[static_cast<size_t>(node_rank)];
-  node.heartbeat_deadline.reset();
-  GoOnWithout(node_rank, member, loss, std::move(f), completions);
+  // In a per-task job the agents of the lost one's host go with it.
+  const std::vector<int> gone(membership_.lost_agents().begin() + static_cast<ptrdiff_t>(lost_before),
+                              membership_.lost_agents().end());
+  for (int agent : gone) {
+    losses_.emplace_back(agent, round_);
+    nodes_[static_cast<size_t>(agent)].heartbeat_deadline.reset();
+  }
+  GoOnWithout(gone, member, loss, std::move(f), completions);
   // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (now that
   // the epoch it is left out of has begun, which the message names).
-  if (node.stream && Fenced(node_rank)) sinks_[*node.stream](FencedEvent(node_rank));
+  for (int agent : gone) {
+    const NodeState& node = nodes_[static_cast<size_t>(agent)];
+    if (node.stream && Fenced(agent)) sinks_[*node.stream](FencedEvent(agent));
+  }
 }
 
-void CoordinationService::GoOnWithout(int node_rank, bool member, Membership::Loss loss, FailedWorker f,
-                                      Completions& completions) {
+void CoordinationService::GoOnWithout(const std::vector<int>& gone, bool member, Membership::Loss loss,
+                                      FailedWorker f, Completions& completions) {
   if (loss == Membership::Loss::kTooFew) {
     if (config_.elastic) {
       std::vector<std::string> lost;
@@ -70,19 +78,20 @@ void CoordinationService::GoOnWithout(int node_rank, bool member, Membership::Lo
     return;
   }
   if (state_ == JobState::kRendezvous) {
-    // The epoch has not begun: it simply goes on without this node (its seat is given again).
-    NodeState& node = nodes_[static_cast<size_t>(node_rank)];
-    if (node.join) {
+    // The epoch has not begun: it simply goes on without these agents (their seats are given again).
+    for (int agent : gone) {
+      NodeState& node = nodes_[static_cast<size_t>(agent)];
+      if (!node.join) continue;
       node.join.reset();
       if (node.join_done) {
-        completions.push_back([done = std::move(node.join_done), e = FencedEvent(node_rank)] {
+        completions.push_back([done = std::move(node.join_done), e = FencedEvent(agent)] {
           done(Status{StatusCode::kAborted, e.root_cause.description}, {});
         });
         node.join_done = nullptr;
       }
       --joined_;
     }
-    if (joined_ == membership_.live()) CompleteRendezvous(completions);
+    if (joined_ == membership_.live_agents()) CompleteRendezvous(completions);
     return;
   }
   if (loss == Membership::Loss::kSpare || !member) return;  // the world is as it was

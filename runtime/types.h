@@ -59,6 +59,7 @@ struct NodeJoin {
   // The node arrives at a running elastic job (distrun --join): its node_rank is unknown until the
   // coordinator admits it and gives it one; restart_round is the job's current one, whatever it says.
   bool arriving = false;
+  std::string machine;  // gethostname: per-task jobs group their distrun processes by it (host may differ)
 };
 
 struct NodeAssignment {
