@@ -29,10 +29,11 @@ class JobLinkError : public std::runtime_error {
 struct JobDecision {
   enum class Kind { kStop, kRestart, kComplete, kNotice };
   Kind kind = Kind::kStop;
-  int exit_code = 0;          // kStop: the root cause's
-  int restart_round = 0;      // kRestart: the round to join (the next epoch)
-  bool node_lost = false;     // kRestart: an elastic job goes on without a lost node
-  bool node_arrived = false;  // kRestart: an elastic job's world grows by nodes that arrived
+  int exit_code = 0;              // kStop: the root cause's
+  int restart_round = 0;          // kRestart: the round to join (the next epoch)
+  bool node_lost = false;         // kRestart: an elastic job goes on without a lost node
+  bool node_arrived = false;      // kRestart: an elastic job's world grows by nodes that arrived
+  bool coordinator_lost = false;  // kStop: this node lost the coordinator (cut off, or node 0 gone)
   std::string reason;  // kStop, kRestart: what happened, naming rank, node and host; kNotice: what is coming
 };
 

@@ -26,6 +26,8 @@ using namespace std::chrono_literals;
 constexpr auto kFinalEventWait = 3s;
 // How long an elastic job's first worker failure of an epoch waits for a node loss that would explain it.
 constexpr auto kElasticFailureHold = 200ms;
+// Beyond a heartbeat interval, how long a silent node gets to kill its workers before the next epoch's start.
+constexpr auto kFenceMargin = 100ms;
 
 // How a user makes a job token; the messages about tokens show it.
 constexpr char kTokenRecipe[] = "export DISTRUN_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')";
@@ -89,6 +91,7 @@ JobDecision ToDecision(const JobEvent& e) {
     case JobEvent::Kind::kStop:
       d.kind = JobDecision::Kind::kStop;
       d.exit_code = e.exit_code;
+      d.coordinator_lost = e.coordinator_lost;
       d.reason = e.root_cause.node_rank < 0 ? e.root_cause.description : DescribeFailure(e.root_cause);
       break;
     case JobEvent::Kind::kRestart:
@@ -219,7 +222,12 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   sc.agents_share_hosts = plan.layout.mode == LaunchMode::kPerTask;
   sc.scale_up_notice = Millis(options.scale_up_notice_s);
   // A dying node's peers see their collectives fail within milliseconds of its connection's close.
-  if (options.elastic) sc.failure_hold = kElasticFailureHold;
+  if (options.elastic) {
+    sc.failure_hold = kElasticFailureHold;
+    // A silent node's sentinel or agent gives up on its own last contact, which lags node 0's by up to a
+    // heartbeat interval; then it needs a moment to kill its workers.
+    sc.fence_wait = HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_) + kFenceMargin;
+  }
   service_ = std::make_unique<CoordinationService>(std::move(sc));
 
   GrpcServerConfig gc;

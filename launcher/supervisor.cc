@@ -423,6 +423,15 @@ void Supervisor::OnJobDecisions() {
           log_->error("{}; stopping this node's workers", d.reason);
           if (phase_ == Phase::kRunning) BeginStop(StopReason::kExternal, d.exit_code);
           exit_code_ = d.exit_code;
+        } else if (phase_ == Phase::kRunning && d.coordinator_lost && options_.elastic) {
+          // Cut off (or node 0 is gone): the job may already go on without this node, so its workers end
+          // now, without a grace period in which they could run beside the next epoch.
+          log_->error(
+              "the job stopped: {}; killing this node's workers at once (an elastic job goes on "
+              "without it)",
+              d.reason);
+          BeginStop(StopReason::kExternal, d.exit_code);
+          kill_at_ = Clock::now();
         } else if (phase_ == Phase::kRunning) {
           log_->error("the job stopped: {}; stopping this node's workers", d.reason);
           BeginStop(StopReason::kExternal, d.exit_code);

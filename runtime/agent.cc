@@ -166,7 +166,8 @@ void Agent::Push(const JobEvent& event) {
     cv_.notify_all();
     return;
   }
-  if (event.kind != JobEvent::Kind::kRestart) ended_ = true;
+  // The job's end: nothing more to say, and the stream's end is expected now.
+  if (event.kind == JobEvent::Kind::kStop || event.kind == JobEvent::Kind::kComplete) ended_ = true;
   events_.push_back(event);
   uint64_t one = 1;
   // The counter only says "look"; a full counter (never in practice) still reads as readable.
@@ -184,6 +185,7 @@ void Agent::CoordinatorLost(const std::string& why) {
   e.root_cause.node_rank = -1;
   e.root_cause.host = config_.coordinator_address;
   e.root_cause.description = "lost the coordinator at " + config_.coordinator_address + ": " + why;
+  e.coordinator_lost = true;
   events_.push_back(e);
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
@@ -212,9 +214,19 @@ std::optional<JobEvent> Agent::WaitForEvent(std::chrono::milliseconds timeout) {
 void Agent::HeartbeatLoop() {
   std::unique_lock lock(mu_);
   auto last_wake = std::chrono::steady_clock::now();
-  while (!cv_.wait_for(lock, config_.heartbeat_interval, [this] { return closing_; })) {
-    if (ended_) continue;
+  auto next_beat = last_wake + config_.heartbeat_interval;
+  while (true) {
+    // Up at the next heartbeat, and exactly when the coordinator's silence reaches the timeout: a node cut
+    // off fences itself when the coordinator gives up on it, not up to an interval later.
+    auto wake = next_beat;
+    if (last_answer_ && !ended_) {
+      wake = std::min(wake, *last_answer_ + config_.heartbeat_timeout + std::chrono::milliseconds(1));
+    }
+    if (cv_.wait_until(lock, wake, [this] { return closing_; })) break;
     auto now = std::chrono::steady_clock::now();
+    const bool beat = now >= next_beat;
+    if (beat) next_beat = now + config_.heartbeat_interval;
+    if (ended_) continue;
     // This loop itself did not run for a whole timeout: this process was frozen (SIGSTOP, a stalled VM),
     // not the coordinator. Ask again before concluding anything: a coordinator that went on without this
     // node answers that it is fenced.
@@ -230,7 +242,7 @@ void Agent::HeartbeatLoop() {
     if (lost) {
       CoordinatorLost(*lost);
       stream_->Close();
-    } else {
+    } else if (beat) {
       stream_->SendHeartbeat();
     }
     lock.lock();

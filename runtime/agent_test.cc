@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <future>
+#include <thread>
 
 #include "runtime/grpc_server.h"
 
@@ -98,6 +99,48 @@ TEST_F(AgentTest, RendezvousThenAFailureStopsEveryNode) {
   auto own = a1->WaitForEvent(5s);
   ASSERT_TRUE(own);
   EXPECT_EQ(own->kind, JobEvent::Kind::kStop);
+}
+
+TEST_F(AgentTest, ANoticeOfAnArrivalKeepsTheAgentsBeating) {
+  ServiceConfig sc;
+  sc.num_nodes = 2;
+  sc.run_id = "r";
+  sc.elastic = ElasticRange{2, 3, ElasticPolicy::kResize, ScaleUp::kNextRestart};
+  sc.heartbeat_timeout = 600ms;
+  service = std::make_unique<CoordinationService>(sc);
+  GrpcServerConfig gc;
+  gc.loopback_only = true;
+  gc.token = kToken;
+  server = std::make_unique<GrpcServer>(*service, gc);
+  auto a0 = MakeAgent(0, 2, 1);
+  auto a1 = MakeAgent(1, 2, 1);
+  JoinAll({a0.get(), a1.get()});
+  auto late_config = [&] {
+    AgentConfig c;
+    c.coordinator_address = server->address();
+    c.token = kToken;
+    c.join.node_rank = -1;
+    c.join.arriving = true;
+    c.join.run_id = "r";
+    c.join.host = "late";
+    c.join.local_workers = 1;
+    c.heartbeat_interval = 50ms;
+    c.heartbeat_timeout = 600ms;
+    return c;
+  }();
+  Agent late(late_config);
+  NodeAssignment spare;
+  ASSERT_TRUE(late.Join(0, &spare).ok());
+  EXPECT_TRUE(spare.spare);
+  EXPECT_EQ(spare.agent, 2);
+  auto events = PollEvents(*a0);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, JobEvent::Kind::kNotice);
+  // Past the heartbeat timeout, everyone is still in the job: the notice ended nobody's heartbeats.
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_EQ(service->State(), JobState::kRunning);
+  EXPECT_TRUE(PollEvents(*a1, 0ms).size() <= 1);  // its own notice, nothing else
+  EXPECT_TRUE(PollEvents(late, 0ms).empty());
 }
 
 TEST_F(AgentTest, AgentGoneStopsTheOthers) {

@@ -183,7 +183,8 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
         node.join_done = std::move(done);
         if (!node.stream) SetHeartbeatDeadline(node);
         // Counted, not scanned: a scan per join is quadratic in the node count.
-        if (++joined_ == membership_.live_agents()) CompleteRendezvous(completions);
+        ++joined_;
+        CompleteIfAllJoined(completions);
       }
     }
   }
@@ -263,6 +264,12 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     completions.push_back([done = std::move(n.join_done), a] { done(Status::Ok(), a); });
     n.join_done = nullptr;
   }
+}
+
+void CoordinationService::CompleteIfAllJoined(Completions& completions) {
+  if (joined_ != membership_.live_agents() || Now() < hold_epoch_until_) return;  // Tick comes back to it
+  hold_epoch_until_ = {};
+  CompleteRendezvous(completions);
 }
 
 void CoordinationService::FailRendezvous(const Status& status, Completions& completions) {
@@ -701,6 +708,10 @@ void CoordinationService::Tick() {
       Broadcast(event);
     }
     if (grow_at_ && now >= *grow_at_) GrowWorld(completions);
+    if (state_ == JobState::kRendezvous && now >= hold_epoch_until_ &&
+        hold_epoch_until_ != Clock::time_point{}) {
+      CompleteIfAllJoined(completions);
+    }
     if (held_failure_ && now >= held_failure_->second && state_ == JobState::kRunning) {
       FailedWorker f = std::move(held_failure_->first);
       held_failure_.reset();
@@ -715,7 +726,7 @@ void CoordinationService::Tick() {
         if (now >= *n.heartbeat_deadline) {
           n.heartbeat_deadline.reset();
           LoseNode(i, "no heartbeat for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
-                   completions);
+                   completions, /*silent=*/true);
         } else {
           earliest_heartbeat_deadline_ = std::min(earliest_heartbeat_deadline_, *n.heartbeat_deadline);
         }

@@ -37,6 +37,10 @@ struct ServiceConfig {
   // Elastic jobs: how long the first worker failure of an epoch waits before it is acted on, so that the
   // loss of a node that caused it (its peers' collectives fail when it dies) wins and the job goes on.
   std::chrono::milliseconds failure_hold{0};
+  // Elastic jobs: after a node is lost to heartbeat silence, the next epoch's workers start no sooner than
+  // this, so that the lost node has fenced itself first (its sentinel and agent count the same timeout
+  // from their own last contact, which may lag node 0's by a heartbeat interval).
+  std::chrono::milliseconds fence_wait{0};
   // Elastic jobs with scale-up now: how long after a node arrived (and the workers were told) the next epoch
   // begins with it.
   std::chrono::milliseconds scale_up_notice{0};
@@ -169,7 +173,10 @@ class CoordinationService {
   void FailAllWaits(const Status& status, Completions& completions);
   void Broadcast(const JobEvent& event);
   void RecordFailure(const FailedWorker& failure, bool allow_restart, Completions& completions);
-  void LoseNode(int node_rank, const std::string& why, Completions& completions);
+  // `silent`: lost to heartbeat silence, so it may still run until it fences itself (fence_wait).
+  void LoseNode(int node_rank, const std::string& why, Completions& completions, bool silent = false);
+  // Completes the rendezvous once every live agent joined, unless the epoch is held (fence_wait).
+  void CompleteIfAllJoined(Completions& completions);
   // After LoseNode recorded a loss: the job stops (too few left), the epoch being formed goes on without the
   // node, or the next epoch begins (a member was lost while the workers ran).
   void GoOnWithout(const std::vector<int>& gone, bool member, Membership::Loss loss, FailedWorker f,
@@ -193,6 +200,7 @@ class CoordinationService {
   std::vector<std::pair<int, int>> losses_;    // (node rank, epoch it was lost in)
   std::vector<std::pair<int, int>> arrivals_;  // (node rank, epoch it arrived in)
   std::optional<Clock::time_point> grow_at_;   // scale-up now: when the arrivals' epoch begins
+  Clock::time_point hold_epoch_until_{};       // a silent node's fence_wait
   std::optional<std::pair<FailedWorker, Clock::time_point>> held_failure_;  // and when it is acted on
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;  // by node rank (the agent's number): the started nodes, then arrivals

@@ -43,8 +43,10 @@ FailedWorker Failure(int node, int process, int code) {
 class ElasticServiceTest : public ::testing::Test {
  protected:
   void Make(int nodes, ElasticRange range, int max_restarts = 0, std::chrono::milliseconds hold = 0ms,
-            std::chrono::milliseconds notice = 0ms, bool per_task = false) {
+            std::chrono::milliseconds notice = 0ms, bool per_task = false,
+            std::chrono::milliseconds fence = 0ms) {
     ServiceConfig c;
+    c.fence_wait = fence;
     c.agents_share_hosts = per_task;
     c.failure_hold = hold;
     c.scale_up_notice = notice;
@@ -580,6 +582,37 @@ TEST_F(ElasticServiceTest, PerTaskJobsWhoseHostsDoNotFitTheRangeEnd) {
   EXPECT_EQ(last->status->message,
             "4 hosts were started, outside the node range 2..3 (--nnodes counts hosts in a per-task job)");
   EXPECT_EQ(service_->State(), JobState::kStopped);
+}
+
+TEST_F(ElasticServiceTest, AfterASilentLossTheNextEpochWaitsForTheLostNodeToFenceItself) {
+  Make(3, {2, 3, ElasticPolicy::kResize}, 0, 0ms, 0ms, false, /*fence=*/700ms);
+  Start();
+  for (int i = 0; i < 3; ++i) {
+    *now_ += 4s;
+    service_->Heartbeat(streams_[0].id);
+    service_->Heartbeat(streams_[2].id);
+    service_->Tick();
+  }
+  ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);  // the survivors stop their workers now
+  auto j0 = Join(0, 1);
+  auto j2 = Join(2, 1);
+  EXPECT_FALSE(j2->status.has_value());  // but start the next epoch's only once node 1 ended its own
+  *now_ += 500ms;
+  service_->Tick();
+  EXPECT_FALSE(j2->status.has_value());
+  *now_ += 300ms;
+  service_->Tick();
+  ASSERT_TRUE(j2->status && j2->status->ok());
+  EXPECT_EQ(j2->assignment.num_nodes, 2);
+}
+
+TEST_F(ElasticServiceTest, ABrokenStreamNeedsNoFenceWait) {
+  Make(3, {2, 3, ElasticPolicy::kResize}, 0, 0ms, 0ms, false, /*fence=*/700ms);
+  Start();
+  service_->DetachAgent(streams_[1].id);  // its sentinel ended its workers when its distrun died
+  Join(0, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok());
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ JobEvent CoordinationService::FencedEvent(int node_rank) const {
   return event;
 }
 
-void CoordinationService::LoseNode(int node_rank, const std::string& why, Completions& completions) {
+void CoordinationService::LoseNode(int node_rank, const std::string& why, Completions& completions,
+                                   bool silent) {
   if (shut_down_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) return;
   FailedWorker f;
   f.node_rank = node_rank;
@@ -55,6 +56,8 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
     losses_.emplace_back(agent, round_);
     nodes_[static_cast<size_t>(agent)].heartbeat_deadline.reset();
   }
+  // A silent node may still run its workers until its own timeout ends them: never beside the next epoch.
+  if (silent) hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
   GoOnWithout(gone, member, loss, std::move(f), completions);
   // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (now that
   // the epoch it is left out of has begun, which the message names).
@@ -91,7 +94,7 @@ void CoordinationService::GoOnWithout(const std::vector<int>& gone, bool member,
       }
       --joined_;
     }
-    if (joined_ == membership_.live_agents()) CompleteRendezvous(completions);
+    CompleteIfAllJoined(completions);
     return;
   }
   if (loss == Membership::Loss::kSpare || !member) return;  // the world is as it was

@@ -95,6 +95,7 @@ struct JobEvent {
   bool node_lost = false;     // kRestart: a member was lost (elastic), not a worker failure
   bool node_arrived = false;  // kRestart: the world grows by nodes that arrived (elastic)
   std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers
+  bool coordinator_lost = false;  // kStop: the agent itself lost the coordinator (cut off, or node 0 gone)
   FailedWorker root_cause;
   Status join_status;         // kJoined: the answer to a join sent on the stream
   NodeAssignment assignment;  // kJoined, when join_status is OK

@@ -1,24 +1,84 @@
 """Elastic jobs (--nnodes MIN:MAX) across the lab's virtual hosts, with real PyTorch workers (gloo) that
 all-reduce in a loop, check every sum against the world of their epoch, and resume from a checkpoint on the
-shared file system (examples/elastic_allreduce.py). A host's distrun killed, or its link cut: the others go on
-in the next epoch with the smaller world (resize) or with the spare in its place (spares), and no process of
+shared file system (examples/elastic_allreduce.py). A host's distrun killed, its link cut, its distrun frozen,
+the whole host paused, or its --node-check failing: the others go on in the next epoch with the smaller world
+(resize) or with the spare in its place (spares); below MIN the job ends naming the lost hosts. A lost host's
+workers must be stopped before the next epoch's start (the survivors do not wait for them), and no process of
 the lost host's job is left (tearDown checks every host)."""
 import os
 import re
 import signal
 import subprocess
+import time
 
-from cluster_harness import DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, wait_for
+from cluster_harness import (DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, netns_inode,
+                             processes_with, wait_for)
 
 EXAMPLE = os.path.join(REPO, "examples", "elastic_allreduce.py")
 BOUND = 120
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def start_time(pid):
+    """When a process started, in seconds since boot (CLOCK_BOOTTIME): field 22 of /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19]) / TICKS
+
+
+def sentinel_of(distrun):
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if int(fields[1]) == distrun and comm.startswith("distrun-sentin"):  # comm: 15 characters
+            return int(name)
+    raise AssertionError(f"no distrun-sentinel child of {distrun}")
+
+
+def alive(pid, started):
+    """Whether the process that started at `started` still runs (a zombie has ended; a new process may
+    have its pid)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] not in "ZX" and int(fields[19]) / TICKS == started
+
+
+PF_EXITING = 0x4
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+
+
+def running(pid, started):
+    """Whether the process still runs its program: alive, not exiting, and not bound to (no SIGKILL pending:
+    a fatal signal, a SIGTERM without a handler included, is one for every thread). A worker killed as the
+    new epoch starts may take a while to free its memory: that is not running beside the epoch. Read in
+    this order, a True means the process ran its program when this was called."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            pending = [int(line.split()[1], 16) for line in f if line.startswith(("SigPnd:", "ShdPnd:"))]
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return (fields[0] not in "ZX" and int(fields[19]) / TICKS == started and not int(fields[6]) & PF_EXITING
+            and not any(p & SIGKILL_BIT for p in pending))
 
 
 class ElasticAcrossHosts(JobRuntimeCase):
     def start(self, *distrun_args, per_node=2, steps=80):
-        """srun --no-kill over every lab host, one distrun each; returns once every epoch-0 worker stepped."""
+        """srun --no-kill over every lab host, one distrun each; returns once every epoch-0 worker stepped.
+        A shell writes each distrun's exit code to TASK.exit: srun never hears it from a host that was cut
+        off when its task ended (slurmstepd does not send the task's end again)."""
+        record = '"$@"; code=$?; echo $code > "$0/$SLURM_PROCID.exit"; exit $code'
         p = self.srun_popen([f"-N{len(NODES)}", "--ntasks-per-node=1", "--no-kill", "--output",
-                             self.path("%t.out"), "--error", self.path("%t.err"), DISTRUN,
+                             self.path("%t.out"), "--error", self.path("%t.err"), "/bin/sh", "-c", record,
+                             self.dir, DISTRUN,
                              "--nproc-per-node", str(per_node), "--grace-period", "3", *distrun_args, "--",
                              PYTHON, EXAMPLE, "--checkpoint", self.path("ckpt"), "--steps", str(steps)])
         self.assertTrue(wait_for(lambda: int(self.read("ckpt") or 0) >= 3 if os.path.exists(self.path("ckpt"))
@@ -31,7 +91,7 @@ class ElasticAcrossHosts(JobRuntimeCase):
             for kind in ("out", "err"):
                 if os.path.exists(self.path(f"{t}.{kind}")):
                     text += f"-- task {t} {kind}:\n{self.read(f'{t}.{kind}')}"
-        return text
+        return text + f"-- exit codes: {self.exits()}\n"
 
     def finished(self, task):
         """(epoch, rank, world, node, nodes, host, first step, last step) of each worker that finished."""
@@ -42,6 +102,70 @@ class ElasticAcrossHosts(JobRuntimeCase):
             if m:
                 rows.append(tuple(int(g) if g.isdigit() else g for g in m.groups()))
         return rows
+
+    def exits(self):
+        """{task: exit code} of the distrun processes that ended (as their shell saw it: 128+N for signal N)."""
+        return {t: int(self.read(f"{t}.exit")) for t in range(len(NODES))
+                if os.path.exists(self.path(f"{t}.exit"))}
+
+    def workers_on(self, node):
+        """{pid: start time} of the test's workers on one host."""
+        found = {}
+        for pid in processes_with(self.marker):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read().split(b"\0")[1:2] != [EXAMPLE.encode()]:
+                        continue  # not a worker (distrun's own command line names the example too)
+                if os.stat(f"/proc/{pid}/ns/net").st_ino == netns_inode(node):
+                    found[pid] = start_time(pid)
+            except OSError:
+                pass
+        return found
+
+    def workers_of_epoch(self, epoch):
+        """{pid: start time} of the test's workers of one epoch, on any host."""
+        found = {}
+        for pid in processes_with(self.marker):
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read().split(b"\0")
+                if f"DISTRUN_EPOCH={epoch}".encode() in env and cmdline[1:2] == [EXAMPLE.encode()]:
+                    found[pid] = start_time(pid)
+            except OSError:
+                pass
+        return found
+
+    def outlived(self, victims, epoch, count, since):
+        """Watches a lost host's workers (`victims`, from workers_on) until they no longer run and the `count`
+        workers of `epoch` were started. Returns how long a victim was last seen running after the first
+        worker of the epoch had started: > 0 means the lost host's workers ran beside the new epoch. Only an
+        overlap can make it positive (a process seen running ran then; a start time is exact to a clock
+        tick), so a slow poll may miss an overlap but never invents one. Also returns the timeline, counted
+        from `since` (CLOCK_BOOTTIME, when the test acted), for the failure message."""
+        last_running, new, scanned = float("-inf"), {}, float("-inf")
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            now = time.clock_gettime(time.CLOCK_BOOTTIME)
+            if any(running(pid, started) for pid, started in victims.items()):
+                last_running = now
+            # Victims that run on 10 s into the epoch will not stop by themselves.
+            if len(new) >= count and (last_running < now or now > min(new.values()) + 10):
+                break
+            # The new epoch's workers run for seconds: a scan now and then finds each, with its start time.
+            if last_running < now or now > scanned + 0.1:
+                new.update(self.workers_of_epoch(epoch))
+                scanned = now
+            time.sleep(0.005)
+        self.assertGreaterEqual(len(new), count, f"epoch {epoch}'s workers did not start\n{self.outputs()}")
+        self.assertTrue(wait_for(lambda: not any(alive(pid, started) for pid, started in victims.items()),
+                                 timeout=BOUND), f"the lost host's workers did not end\n{self.outputs()}")
+        # A start time is a whole clock tick, rounded down: the first worker started before that tick ended.
+        first = min(new.values()) + 1 / TICKS
+        timeline = (f"the first worker of epoch {epoch} started by {first - since:.3f}s after the test cut off or "
+                    f"froze the host; its workers were last seen running at {last_running - since:.3f}s")
+        return last_running - first, timeline
 
     def test_resize_survivors_go_on_after_a_hosts_distrun_is_killed(self):
         p = self.start("--nnodes", "2:3")
@@ -91,6 +215,123 @@ class ElasticAcrossHosts(JobRuntimeCase):
                          [(1, 0, 4, 0, NODES[0]), (1, 1, 4, 0, NODES[0]),
                           (1, 2, 4, 1, NODES[2]), (1, 3, 4, 1, NODES[2])], out)
         self.assertIn("this node is a hot spare", self.read("2.err"))
+
+    def test_resize_below_the_minimum_the_job_ends_naming_the_lost_hosts(self):
+        p = self.start("--nnodes", "2:3")
+        [second] = distrun_pids_on(NODES[1], self.marker)
+        os.kill(second, signal.SIGKILL)
+        # Two nodes are enough: the job goes on in epoch 1. Losing a second host leaves one.
+        self.assertTrue(wait_for(lambda: "epoch 1: node 0 of 2" in self.read("0.err"), timeout=BOUND),
+                        self.outputs())
+        [third] = distrun_pids_on(NODES[2], self.marker)
+        os.kill(third, signal.SIGKILL)
+        _, err = p.communicate(timeout=BOUND)
+        out = self.outputs() + err
+        self.assertNotEqual(p.returncode, 0, out)
+        self.assertEqual(self.exits(), {0: 1, 1: 128 + signal.SIGKILL, 2: 128 + signal.SIGKILL}, out)
+        self.assertIn("node 2 (node3): node lost: its distrun disconnected; 1 node(s) left, fewer than the 2 the "
+                      "job needs (--nnodes); lost: node 1 (node2), node 2 (node3)", self.read("0.err"))
+        self.assertEqual(self.finished(0), [], out)
+
+    def test_resize_a_cut_off_host_stops_its_workers_before_the_others_go_on(self):
+        # The link comes back once the survivors went on: the cut-off host must have ended by itself by then.
+        self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
+        victims = self.workers_on(NODES[2])
+        self.assertEqual(len(victims), 2, self.outputs())
+        link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[2]}", "ip", "link", "set", "eth0"]
+        cut = time.clock_gettime(time.CLOCK_BOOTTIME)
+        subprocess.run(link + ["down"], check=True)
+        try:
+            overlap, timeline = self.outlived(victims, epoch=1, count=4, since=cut)
+            ended = wait_for(lambda: 2 in self.exits(), timeout=BOUND)
+            time.sleep(max(0.0, cut + 5 - time.clock_gettime(time.CLOCK_BOOTTIME)))
+        finally:
+            subprocess.run(link + ["up"], check=True)
+        # srun never hears of node3's task (see start); the survivors' exit codes say the job's end.
+        done = wait_for(lambda: len(self.exits()) == 3, timeout=BOUND)
+        out = self.outputs()
+        self.assertTrue(ended and done, out)
+        self.assertLessEqual(overlap, 0, f"node3's workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        rows = sorted(self.finished(0) + self.finished(1))
+        self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
+        self.assertIn("node 2 (node3): node lost: no heartbeat for 2s (--heartbeat-timeout); the job goes on "
+                      "without it in epoch 1", self.read("0.err"))
+        # Cut off, it cannot hear that it was fenced: it ends as a node that lost the coordinator does.
+        self.assertIn("the job stopped: lost the coordinator at node1:", self.read("2.err"))
+        self.assertEqual(self.exits(), {0: 0, 1: 0, 2: 1}, out)
+
+    def test_resize_a_frozen_distrun_is_fenced_by_its_sentinel(self):
+        p = self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=50)
+        victims = self.workers_on(NODES[2])
+        self.assertEqual(len(victims), 2, self.outputs())
+        [frozen] = distrun_pids_on(NODES[2], self.marker)
+        frozen_at = time.clock_gettime(time.CLOCK_BOOTTIME)
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            overlap, timeline = self.outlived(victims, epoch=1, count=4, since=frozen_at)
+        finally:
+            try:
+                os.kill(frozen, signal.SIGCONT)
+            except ProcessLookupError:
+                pass  # the sentinel killed it
+        _, err = p.communicate(timeout=BOUND)
+        out = self.outputs() + err
+        self.assertLessEqual(overlap, 0, f"node3's workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        rows = sorted(self.finished(0) + self.finished(1))
+        self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
+        # The sentinel killed the frozen distrun too: it never runs again to hear that it was fenced.
+        self.assertEqual(self.exits(), {0: 0, 1: 0, 2: 128 + signal.SIGKILL}, out)
+        self.assertEqual(p.returncode, 128 + signal.SIGKILL, out)
+
+    def test_resize_a_paused_host_is_fenced_when_it_wakes(self):
+        # The whole host pauses (a stopped VM): distrun, its sentinel and the workers. No sentinel acts, so
+        # distrun itself must stop the workers when it wakes and hears that the job went on without it.
+        p = self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
+        [distrun] = distrun_pids_on(NODES[2], self.marker)
+        victims = self.workers_on(NODES[2])
+        self.assertEqual(len(victims), 2, self.outputs())
+        others = [sentinel_of(distrun), *victims]  # the sentinel does not carry the marker
+        for pid in [distrun, *others]:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            went_on = wait_for(lambda: len(self.workers_of_epoch(1)) == 4, timeout=BOUND)
+        finally:
+            os.kill(distrun, signal.SIGCONT)
+            time.sleep(0.5)  # distrun first, so that it reads its news before its sentinel's timer runs
+            for pid in others:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass  # a worker distrun already ended (it continues the workers it stops)
+        self.assertTrue(wait_for(lambda: 2 in self.exits(), timeout=BOUND), self.outputs())
+        # distrun waits for its workers before it exits.
+        self.assertFalse([pid for pid, started in victims.items() if alive(pid, started)], self.outputs())
+        _, err = p.communicate(timeout=BOUND)
+        out = self.outputs() + err
+        self.assertTrue(went_on, out)
+        self.assertIn("fenced: lost in epoch 0, and the job went on without it (now epoch 1); stopping this "
+                      "node's workers", self.read("2.err"))
+        self.assertEqual(self.exits(), {0: 0, 1: 0, 2: 75}, out)
+        self.assertEqual(p.returncode, 75, out)
+        rows = sorted(self.finished(0) + self.finished(1))
+        self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
+
+    def test_spares_take_the_seat_of_a_host_failing_its_node_check(self):
+        check = 'test "$(hostname)" != node2'  # each lab host has its own UTS namespace
+        p = self.start("--nnodes", "2:3", "--elastic-policy", "spares", "--node-check", check, steps=30)
+        _, err = p.communicate(timeout=BOUND)
+        out = self.outputs() + err
+        # node2 (node 1) is left out before epoch 0 begins; node3, the spare, has its seat and ranks.
+        rows = sorted(self.finished(0) + self.finished(2))
+        self.assertEqual([(r[0], r[1], r[2], r[3], r[5]) for r in rows],
+                         [(0, 0, 4, 0, NODES[0]), (0, 1, 4, 0, NODES[0]),
+                          (0, 2, 4, 1, NODES[2]), (0, 3, 4, 1, NODES[2])], out)
+        self.assertTrue(all(r[6] == 0 and r[7] == 30 for r in rows), out)
+        self.assertEqual(self.finished(1), [], out)
+        self.assertIn(f"--node-check '{check}' failed on node2: exit code 1; this node leaves the job "
+                      "(exit code 75)", self.read("1.err"))
+        self.assertEqual(self.exits(), {0: 0, 1: 75, 2: 0}, out)
+        self.assertEqual(p.returncode, 75, out)
 
 
 if __name__ == "__main__":
