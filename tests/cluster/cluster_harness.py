@@ -217,6 +217,21 @@ def netns_inode(node):
     return os.stat(f"/run/netns/distrun-lab-{node}").st_ino
 
 
+def script_pids_on(node, marker, script):
+    """The processes of a test's job on one virtual host that run `python script` (its workers; distrun's own
+    command line names the script too, but not as its first argument)."""
+    found = []
+    for pid in processes_with(marker):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                runs_script = f.read().split(b"\0")[1:2] == [script.encode()]
+            if runs_script and os.stat(f"/proc/{pid}/ns/net").st_ino == netns_inode(node):
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 def distrun_pids_on(node, marker):
     """The distrun processes of a test's job that run on one virtual host (not their sentinels, which run
     the same executable under another name)."""
@@ -251,5 +266,5 @@ def main():
 
 
 __all__ = ["ClusterCase", "DISTRUN", "GPUS_PER_NODE", "LAB", "NODES", "NUM_NODES", "PYTHON", "REPO", "SLURM_CONF",
-           "distrun_has_job_runtime", "is_zombie", "lab_is_up", "main", "node_processes", "on_login_host", "on_node", "processes_with",
+           "distrun_has_job_runtime", "script_pids_on", "is_zombie", "lab_is_up", "main", "node_processes", "on_login_host", "on_node", "processes_with",
            "wait_for"]

@@ -7,9 +7,11 @@ import os
 import re
 import signal
 
-from cluster_harness import DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, wait_for
+from cluster_harness import (DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, script_pids_on,
+                             wait_for)
 
 EXAMPLE = os.path.join(REPO, "examples", "elastic_allreduce.py")
+
 BOUND = 120
 PORT = "29411"  # node 0's coordinator, which the arrival is told; each host has its own network
 
@@ -66,6 +68,32 @@ class ElasticReshape(JobRuntimeCase):
             self.assertIn(f"epoch 0 rank {rank}/4: told that the world changes", told)
         self.assertIn("admitted as node 2", self.read("late.err"))
         self.assertIn("1 node(s) arrived: node 2", self.read("first-0.err"))
+
+    def test_a_late_node_waits_for_the_next_restart(self):
+        env = self.env()
+        common = ["--nnodes", "2:3", "--run-id", self.marker_value, "--max-restarts", "1", "--nproc-per-node", "1",
+                  "--grace-period", "3"]
+        first = self.srun_popen(["-N2", "-w", ",".join(NODES[:2]), "--no-kill", "--output", self.path("first-%t.out"),
+                                 "--error", self.path("first-%t.err"), DISTRUN, "--coordinator-port", PORT, *common,
+                                 "--", *self.train(60)], env=env)
+        self.wait_for_steps(3, first)
+        late = self.srun_popen(["-N1", "-w", NODES[2], "--no-kill", "--output", self.path("late.out"), "--error",
+                                self.path("late.err"), DISTRUN, "--join", f"{NODES[0]}:{PORT}", *common, "--",
+                                *self.train(60)], env=env)
+        self.assertTrue(wait_for(lambda: os.path.exists(self.path("late.err")) and
+                                 "this node is a hot spare" in self.read("late.err"), timeout=BOUND), self.outputs())
+        # It waits as a spare until a restart: a worker of the second host dies (one of --max-restarts).
+        [worker] = script_pids_on(NODES[1], self.marker, EXAMPLE)
+        os.kill(worker, signal.SIGKILL)
+        first.communicate(timeout=BOUND)
+        late.communicate(timeout=BOUND)
+        out = self.outputs()
+        self.assertEqual((first.returncode, late.returncode), (0, 0), out)
+        rows = sorted(self.finished("first-0.out") + self.finished("first-1.out") + self.finished("late.out"))
+        self.assertEqual([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows],
+                         [(1, 0, 3, 0, 3, NODES[0]), (1, 1, 3, 1, 3, NODES[1]), (1, 2, 3, 2, 3, NODES[2])], out)
+        self.assertIn("it joins the world at the next restart (--scale-up next-restart)", self.read("first-0.err"))
+        self.assertIn("restarting all workers (restart 1 of 1, --max-restarts)", self.read("first-0.err"))
 
     def test_per_task_spares_count_hosts_and_a_lost_host_is_replaced_whole(self):
         p = self.srun_popen(["-N3", "--ntasks-per-node=2", "--no-kill", "--output", self.path("task-%t.out"),
