@@ -27,6 +27,26 @@ class ElasticReshape(JobRuntimeCase):
             return os.path.exists(self.path("ckpt")) and int(self.read("ckpt") or 0) >= n
         self.assertTrue(wait_for(stepped, timeout=BOUND), self.outputs())
 
+    def start_two(self, common, steps, env):
+        """The job's first two hosts, node 0's coordinator on PORT."""
+        return self.srun_popen(["-N2", "-w", ",".join(NODES[:2]), "--no-kill", "--output", self.path("first-%t.out"),
+                                "--error", self.path("first-%t.err"), DISTRUN, "--coordinator-port", PORT, *common,
+                                "--", *self.train(steps)], env=env)
+
+    def arrive(self, common, steps, env):
+        """A second srun on the third host whose distrun joins the running job."""
+        return self.srun_popen(["-N1", "-w", NODES[2], "--no-kill", "--output", self.path("late.out"), "--error",
+                                self.path("late.err"), DISTRUN, "--join", f"{NODES[0]}:{PORT}", *common, "--",
+                                *self.train(steps)], env=env)
+
+    def both_finish(self, first, late):
+        """Waits for both sruns to succeed; the finished workers' rows, sorted, and every output."""
+        first.communicate(timeout=BOUND)
+        late.communicate(timeout=BOUND)
+        out = self.outputs()
+        self.assertEqual((first.returncode, late.returncode), (0, 0), out)
+        return sorted(self.finished("first-0.out") + self.finished("first-1.out") + self.finished("late.out")), out
+
     def outputs(self):
         text = ""
         for name in sorted(os.listdir(self.dir)):
@@ -47,18 +67,10 @@ class ElasticReshape(JobRuntimeCase):
         env = self.env()
         common = ["--nnodes", "2:3", "--run-id", self.marker_value, "--scale-up", "now", "--scale-up-notice", "1",
                   "--change-signal", "USR1", "--nproc-per-node", "2", "--grace-period", "3"]
-        first = self.srun_popen(["-N2", "-w", ",".join(NODES[:2]), "--no-kill", "--output", self.path("first-%t.out"),
-                                 "--error", self.path("first-%t.err"), DISTRUN, "--coordinator-port", PORT, *common,
-                                 "--", *self.train(80)], env=env)
+        first = self.start_two(common, 80, env)
         self.wait_for_steps(3, first)
-        late = self.srun_popen(["-N1", "-w", NODES[2], "--no-kill", "--output", self.path("late.out"), "--error",
-                                self.path("late.err"), DISTRUN, "--join", f"{NODES[0]}:{PORT}", *common, "--",
-                                *self.train(80)], env=env)
-        first.communicate(timeout=BOUND)
-        late.communicate(timeout=BOUND)
-        out = self.outputs()
-        self.assertEqual((first.returncode, late.returncode), (0, 0), out)
-        rows = sorted(self.finished("first-0.out") + self.finished("first-1.out") + self.finished("late.out"))
+        late = self.arrive(common, 80, env)
+        rows, out = self.both_finish(first, late)
         # Epoch 1: a world of 6 workers on 3 nodes, the late host last.
         self.assertEqual([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows],
                          [(1, 0, 6, 0, 3, NODES[0]), (1, 1, 6, 0, 3, NODES[0]), (1, 2, 6, 1, 3, NODES[1]),
@@ -73,23 +85,15 @@ class ElasticReshape(JobRuntimeCase):
         env = self.env()
         common = ["--nnodes", "2:3", "--run-id", self.marker_value, "--max-restarts", "1", "--nproc-per-node", "1",
                   "--grace-period", "3"]
-        first = self.srun_popen(["-N2", "-w", ",".join(NODES[:2]), "--no-kill", "--output", self.path("first-%t.out"),
-                                 "--error", self.path("first-%t.err"), DISTRUN, "--coordinator-port", PORT, *common,
-                                 "--", *self.train(60)], env=env)
+        first = self.start_two(common, 60, env)
         self.wait_for_steps(3, first)
-        late = self.srun_popen(["-N1", "-w", NODES[2], "--no-kill", "--output", self.path("late.out"), "--error",
-                                self.path("late.err"), DISTRUN, "--join", f"{NODES[0]}:{PORT}", *common, "--",
-                                *self.train(60)], env=env)
+        late = self.arrive(common, 60, env)
         self.assertTrue(wait_for(lambda: os.path.exists(self.path("late.err")) and
                                  "this node is a hot spare" in self.read("late.err"), timeout=BOUND), self.outputs())
         # It waits as a spare until a restart: a worker of the second host dies (one of --max-restarts).
         [worker] = script_pids_on(NODES[1], self.marker, EXAMPLE)
         os.kill(worker, signal.SIGKILL)
-        first.communicate(timeout=BOUND)
-        late.communicate(timeout=BOUND)
-        out = self.outputs()
-        self.assertEqual((first.returncode, late.returncode), (0, 0), out)
-        rows = sorted(self.finished("first-0.out") + self.finished("first-1.out") + self.finished("late.out"))
+        rows, out = self.both_finish(first, late)
         self.assertEqual([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows],
                          [(1, 0, 3, 0, 3, NODES[0]), (1, 1, 3, 1, 3, NODES[1]), (1, 2, 3, 2, 3, NODES[2])], out)
         self.assertIn("it joins the world at the next restart (--scale-up next-restart)", self.read("first-0.err"))

@@ -13,6 +13,7 @@ import time
 
 from cluster_harness import (DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, distrun_pids_on, main, processes_with,
                              script_pids_on, wait_for)
+from launch_helpers import sentinel_of
 
 EXAMPLE = os.path.join(REPO, "examples", "elastic_allreduce.py")
 BOUND = 120
@@ -23,20 +24,6 @@ def start_time(pid):
     """When a process started, in seconds since boot (CLOCK_BOOTTIME): field 22 of /proc/PID/stat."""
     with open(f"/proc/{pid}/stat") as f:
         return int(f.read().rsplit(")", 1)[1].split()[19]) / TICKS
-
-
-def sentinel_of(distrun):
-    for name in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{name}/comm") as f:
-                comm = f.read().strip()
-        except OSError:
-            continue
-        if int(fields[1]) == distrun and comm.startswith("distrun-sentin"):  # comm: 15 characters
-            return int(name)
-    raise AssertionError(f"no distrun-sentinel child of {distrun}")
 
 
 def alive(pid, started):

@@ -7,7 +7,7 @@ import signal
 import time
 import unittest
 
-from launch_helpers import processes_with, wait_for
+from launch_helpers import processes_with, sentinel_of, wait_for
 
 from distrun_harness import DISTRUN, detect_json, run
 from multi_node import MultiNodeCase
@@ -97,22 +97,9 @@ class Elastic(MultiNodeCase):
             self.assertEqual(code, 1, err)
             self.assertIn("fewer than the 3 the job needs (--nnodes); lost: node 2", err)
 
-    def sentinel_of(self, distrun_pid):
-        for name in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-                with open(f"/proc/{name}/comm") as f:
-                    comm = f.read().strip()
-            except OSError:
-                continue
-            if int(fields[1]) == distrun_pid and comm.startswith("distrun-sentin"):  # comm: 15 characters
-                return int(name)
-        self.fail(f"no distrun-sentinel child of {distrun_pid}")
-
     def pause(self, node):
         """Freezes a node's distrun and its sentinel, as a paused VM would; returns both pids."""
-        pids = [node.pid, self.sentinel_of(node.pid)]
+        pids = [node.pid, sentinel_of(node.pid)]
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
         return pids
@@ -267,6 +254,12 @@ ARRIVAL_WORKER = ('trap \'"$DISTRUN" kv try-get distrun/change > $OUT/.change-$N
                   'if [ $NODE = 1 ]; then exit 1; fi; sleep 60; fi')
 
 
+# Two nodes in epoch 0; the arrival is node 2 of 3 in epoch 1.
+GROWN = ["epoch 0 node 0 group 0/2 rank 0/2", "epoch 0 node 1 group 1/2 rank 1/2",
+         "epoch 1 node 0 group 0/3 rank 0/3", "epoch 1 node 1 group 1/3 rank 1/3",
+         "epoch 1 node 2 group 2/3 rank 2/3"]
+
+
 class Arrivals(MultiNodeCase):
     """A distrun started later with --join: admitted as a spare, or the world grows (--scale-up)."""
 
@@ -300,13 +293,7 @@ class Arrivals(MultiNodeCase):
         open(self.path("fail"), "w").close()
         results = self.finish(nodes + [late])
         self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
-        self.assertEqual(self.log(), [
-            "epoch 0 node 0 group 0/2 rank 0/2",
-            "epoch 0 node 1 group 1/2 rank 1/2",
-            "epoch 1 node 0 group 0/3 rank 0/3",
-            "epoch 1 node 1 group 1/3 rank 1/3",
-            "epoch 1 node 2 group 2/3 rank 2/3",
-        ])
+        self.assertEqual(self.log(), GROWN)
         self.assertIn("admitted as node 2", results[2][2])
         self.assertIn("this node is a hot spare", results[2][2])
         self.assertIn("sent SIGUSR1 to 1 worker(s) (--change-signal)", results[0][2])
@@ -319,13 +306,7 @@ class Arrivals(MultiNodeCase):
         late = self.arrive(WORKER, *common)
         results = self.finish(nodes + [late])
         self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
-        self.assertEqual(self.log(), [
-            "epoch 0 node 0 group 0/2 rank 0/2",
-            "epoch 0 node 1 group 1/2 rank 1/2",
-            "epoch 1 node 0 group 0/3 rank 0/3",
-            "epoch 1 node 1 group 1/3 rank 1/3",
-            "epoch 1 node 2 group 2/3 rank 2/3",
-        ])
+        self.assertEqual(self.log(), GROWN)
         self.assertIn("arrived and the world grows (--scale-up now); the job restarts with it in epoch 1",
                       results[1][2])
         self.assertNotIn("restarting all workers", results[0][2])  # no restart of --max-restarts

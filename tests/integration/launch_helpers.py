@@ -40,6 +40,21 @@ def describe(pid):
         return f"{pid}: (gone)"
 
 
+def sentinel_of(distrun_pid):
+    """The distrun-sentinel child of a distrun (it does not carry a test's marker)."""
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if int(fields[1]) == distrun_pid and comm.startswith("distrun-sentin"):  # comm: 15 characters
+            return int(name)
+    raise AssertionError(f"no distrun-sentinel child of {distrun_pid}")
+
+
 def wait_for(predicate, timeout=10.0, interval=0.02):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
