@@ -122,11 +122,10 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     std::lock_guard lock(mu_);
     const std::string who = "node " + std::to_string(join.node_rank) +
                             (join.host.empty() ? std::string() : " (" + join.host + ")");
-    // An arrival (admitted by Admit) joins whatever epoch the job is in; it knew neither the node count nor
-    // the epoch.
+    // A node admitted after the start (Admit) never knew the node count, and its first join is for
+    // whatever epoch the job is in.
     NodeJoin arrival = join;
     if (join.arriving) arrival.restart_round = round_;
-    // Admitted after the start (Admit): it never knew the node count.
     const bool arrived = join.node_rank >= config_.num_nodes && join.node_rank < Agents();
     if (shut_down_) {
       fail(StatusCode::kUnavailable, "the coordination service is shutting down");
@@ -161,12 +160,8 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     } else if (join.arriving && state_ == JobState::kRunning) {
       // The epoch runs without it: a spare until a later epoch seats it.
       nodes_[static_cast<size_t>(join.node_rank)].join = arrival;
-      NodeAssignment a = assignments_.empty() ? NodeAssignment{} : assignments_.front();
-      a.rank_offset = 0;
-      a.node_rank = -1;
-      a.spare = true;
-      a.agent = join.node_rank;
-      completions.push_back([done = std::move(done), a] { done(Status::Ok(), a); });
+      completions.push_back(
+          [done = std::move(done), a = AssignmentOf(join.node_rank)] { done(Status::Ok(), a); });
     } else if (state_ != JobState::kRendezvous) {
       fail(StatusCode::kAlreadyExists, who + " joined twice in round " + std::to_string(round_) +
                                            "; rendezvous of this round is already complete");
@@ -240,35 +235,41 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
   offset = 0;
   int node_rank = -1;
   for (int seat = 0, last_node = -1; seat < world; ++seat) {
-    const int node = membership_.node_of(membership_.agent_in_seat(seat));
+    const int agent = membership_.agent_in_seat(seat);
+    const int node = membership_.node_of(agent);
     if (node != last_node) ++node_rank;
     last_node = node;
     NodeAssignment a = common;
     a.rank_offset = static_cast<int>(offset);
     a.node_rank = node_rank;
-    offset += nodes_[static_cast<size_t>(membership_.agent_in_seat(seat))].join->local_workers;
+    offset += nodes_[static_cast<size_t>(agent)].join->local_workers;
     assignments_.push_back(a);
   }
   state_ = JobState::kRunning;
   for (int agent = 0; agent < Agents(); ++agent) {
     NodeState& n = nodes_[static_cast<size_t>(agent)];
     if (!n.join_done) continue;
-    NodeAssignment a = common;
-    if (std::optional<int> seat = membership_.seat(agent)) {
-      a = assignments_[static_cast<size_t>(*seat)];
-    } else {
-      a.node_rank = -1;
-      a.spare = true;
-    }
-    a.agent = agent;
-    completions.push_back([done = std::move(n.join_done), a] { done(Status::Ok(), a); });
+    completions.push_back(
+        [done = std::move(n.join_done), a = AssignmentOf(agent)] { done(Status::Ok(), a); });
     n.join_done = nullptr;
   }
 }
 
+NodeAssignment CoordinationService::AssignmentOf(int agent) const {
+  // Every epoch has a seat (min_nodes >= 1), so the first seat's assignment carries the epoch's common part.
+  std::optional<int> seat = membership_.seat(agent);
+  NodeAssignment a = assignments_[static_cast<size_t>(seat.value_or(0))];
+  if (!seat) {
+    a.rank_offset = 0;
+    a.node_rank = -1;
+    a.spare = true;
+  }
+  a.agent = agent;
+  return a;
+}
+
 void CoordinationService::CompleteIfAllJoined(Completions& completions) {
   if (joined_ != membership_.live_agents() || Now() < hold_epoch_until_) return;  // Tick comes back to it
-  hold_epoch_until_ = {};
   CompleteRendezvous(completions);
 }
 
@@ -708,10 +709,7 @@ void CoordinationService::Tick() {
       Broadcast(event);
     }
     if (grow_at_ && now >= *grow_at_) GrowWorld(completions);
-    if (state_ == JobState::kRendezvous && now >= hold_epoch_until_ &&
-        hold_epoch_until_ != Clock::time_point{}) {
-      CompleteIfAllJoined(completions);
-    }
+    if (state_ == JobState::kRendezvous) CompleteIfAllJoined(completions);  // a held epoch's time came
     if (held_failure_ && now >= held_failure_->second && state_ == JobState::kRunning) {
       FailedWorker f = std::move(held_failure_->first);
       held_failure_.reset();

@@ -177,6 +177,8 @@ class CoordinationService {
   void LoseNode(int node_rank, const std::string& why, Completions& completions, bool silent = false);
   // Completes the rendezvous once every live agent joined, unless the epoch is held (fence_wait).
   void CompleteIfAllJoined(Completions& completions);
+  // The current epoch's assignment of `agent`: its seat's, or a spare's.
+  NodeAssignment AssignmentOf(int agent) const;
   // After LoseNode recorded a loss: the job stops (too few left), the epoch being formed goes on without the
   // node, or the next epoch begins (a member was lost while the workers ran).
   void GoOnWithout(const std::vector<int>& gone, bool member, Membership::Loss loss, FailedWorker f,
