@@ -463,10 +463,7 @@ void Supervisor::NoticeChange(const std::string& what) {
     log_->info("{}", what);
     return;
   }
-  int count = 0;
-  for (Worker& w : workers_) {
-    if (w.started && !w.child.reaped() && w.child.SignalGroup(*options_.change_signal)) ++count;
-  }
+  const int count = SignalRunningWorkers(*options_.change_signal);
   log_->info("{}; sent {} to {} worker(s) (--change-signal)", what, SignalName(*options_.change_signal),
              count);
 }
@@ -619,9 +616,7 @@ void Supervisor::SuspendJob(size_t slot, int signal) {
   log_->info("rank {} stopped ({}); stopping the job and distrun (fg continues them)",
              workers_[slot].plan.process_id, SignalName(signal));
   TakeTerminal();
-  for (Worker& w : workers_) {
-    if (w.started && !w.child.reaped()) w.child.SignalGroup(SIGSTOP);
-  }
+  SignalRunningWorkers(SIGSTOP);
   // The shell sees distrun stop and resumes it with SIGCONT (fg or bg); execution goes on from here.
   ::kill(::getpid(), SIGSTOP);
   // Back in the foreground (fg): the terminal goes to rank 0 again before any worker runs, as a shell's fg
@@ -631,9 +626,7 @@ void Supervisor::SuspendJob(size_t slot, int signal) {
     terminal_owner_ = owner;
     ::tcsetpgrp(terminal_fd_, owner);
   }
-  for (Worker& w : workers_) {
-    if (w.started && !w.child.reaped()) w.child.SignalGroup(SIGCONT);
-  }
+  SignalRunningWorkers(SIGCONT);
   log_->debug("continued");
 }
 
@@ -646,6 +639,14 @@ void Supervisor::SignalNewOrphans() {
   for (pid_t orphan : OwnChildren()) {
     if (orphan != sentinel_.pid() && signalled_orphans_.insert(orphan).second) ::kill(orphan, stop_signal_);
   }
+}
+
+int Supervisor::SignalRunningWorkers(int signal) {
+  int count = 0;
+  for (Worker& w : workers_) {
+    if (w.started && !w.child.reaped() && w.child.SignalGroup(signal)) ++count;
+  }
+  return count;
 }
 
 void Supervisor::SignalJob(int signal) {
@@ -672,11 +673,7 @@ void Supervisor::HandleSignals() {
     }
     const auto& forward = options_.forward_signals;
     if (std::find(forward.begin(), forward.end(), sig) != forward.end()) {
-      int count = 0;
-      for (Worker& w : workers_) {
-        if (w.started && !w.child.reaped() && w.child.SignalGroup(sig)) ++count;
-      }
-      log_->info("forwarded {} to {} worker(s)", SignalName(sig), count);
+      log_->info("forwarded {} to {} worker(s)", SignalName(sig), SignalRunningWorkers(sig));
       continue;
     }
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {

@@ -128,6 +128,8 @@ class Supervisor {
   void AwaitSentinel();
 
   void BeginStop(StopReason reason, int exit_code, int first_signal = SIGTERM);
+  // Sends `signal` to the process group of every worker that runs; returns how many got it.
+  int SignalRunningWorkers(int signal);
   void SignalJob(int signal);
   void SignalNewOrphans();
   void HandleSignals();

@@ -86,16 +86,21 @@ extern "C" {
 
 namespace {
 
+// Puts `message` into the caller's error buffer, cut to fit; returns no client.
+distrun_client* OpenFailed(const std::string& message, char* error, size_t error_len) {
+  if (error != nullptr && error_len > 0) {
+    std::strncpy(error, message.c_str(), error_len - 1);
+    error[error_len - 1] = '\0';
+  }
+  return nullptr;
+}
+
 distrun_client* Open(distrun::ClientOptions o, int64_t call_timeout_ms, char* error, size_t error_len) {
   try {
     if (call_timeout_ms > 0) o.call_timeout = std::chrono::milliseconds(call_timeout_ms);
     return new distrun_client(std::move(o));
   } catch (const std::exception& e) {
-    if (error != nullptr && error_len > 0) {
-      std::strncpy(error, e.what(), error_len - 1);
-      error[error_len - 1] = '\0';
-    }
-    return nullptr;
+    return OpenFailed(e.what(), error, error_len);
   }
 }
 
@@ -121,13 +126,7 @@ distrun_client* distrun_client_open(const char* coordinator_address, const char*
 }
 
 distrun_client* distrun_client_open_env(int64_t call_timeout_ms, char* error, size_t error_len) {
-  auto fail = [&](const std::string& message) -> distrun_client* {
-    if (error != nullptr && error_len > 0) {
-      std::strncpy(error, message.c_str(), error_len - 1);
-      error[error_len - 1] = '\0';
-    }
-    return nullptr;
-  };
+  auto fail = [&](const std::string& message) { return OpenFailed(message, error, error_len); };
   const char* address = std::getenv("DISTRUN_COORDINATOR_ADDRESS");
   if (address == nullptr || *address == '\0') {
     return fail("DISTRUN_COORDINATOR_ADDRESS is not set; run this program as a worker of distrun");
