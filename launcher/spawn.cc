@@ -78,6 +78,10 @@ struct ChildPlan {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(p.report_fd, kStageSetup, errno, -1);
   // distrun may have died between fork and prctl; the death signal would then never come.
   if (::getppid() != p.parent) ::_exit(127);
+  // Under Yama ptrace_scope=1 only an ancestor or a registered tracer may attach: this lets the gdb that
+  // distrun starts to collect a hung worker's stack (a sibling, not an ancestor) attach. Lasts across exec,
+  // not to the worker's own children. EINVAL without Yama: nothing to do.
+  ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(p.parent), 0UL, 0UL, 0UL);
   // Before the worker can read the terminal (as a shell does, in both parent and child; SIGTTOU is still
   // ignored here, so a background caller may do it).
   if (p.foreground) ::tcsetpgrp(STDIN_FILENO, ::getpid());
