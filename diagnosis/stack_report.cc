@@ -16,6 +16,8 @@ std::string SetTag(const RankSet& set, size_t max_chars) {
   return "[" + std::to_string(set.size()) + "] ranks " + set.ToString(max_chars);
 }
 
+std::string Frames(size_t n) { return std::to_string(n) + (n == 1 ? " frame" : " frames"); }
+
 std::string Known(const std::string& s) { return s.empty() ? "?" : s; }
 
 std::string Where(const RankStack& r) {
@@ -25,13 +27,27 @@ std::string Where(const RankStack& r) {
 
 class TreePrinter {
  public:
-  TreePrinter(const StackTree& tree, bool screen) : tree_(tree), screen_(screen), linear_(tree.size()) {
-    // Bottom-up (children are stored after their parents): does nothing branch or change sets below?
+  TreePrinter(const StackTree& tree, bool screen)
+      : tree_(tree),
+        screen_(screen),
+        linear_(tree.size()),
+        uniform_(tree.size()),
+        below_(tree.size()),
+        paths_(tree.size()) {
+    // Bottom-up (children are stored after their parents).
     for (size_t i = tree.size(); i-- > 0;) {
       const StackNode& n = tree.node(static_cast<int>(i));
-      linear_[i] =
-          n.children.empty() || (n.children.size() == 1 && linear_[static_cast<size_t>(n.children[0])] &&
-                                 tree.node(n.children[0]).ranks == n.ranks);
+      bool same = std::all_of(n.children.begin(), n.children.end(), [&](int c) {
+        return uniform_[static_cast<size_t>(c)] && tree.node(c).ranks == n.ranks;
+      });
+      uniform_[i] = same;
+      linear_[i] = same && n.children.size() <= 1 &&
+                   (n.children.empty() || linear_[static_cast<size_t>(n.children[0])]);
+      paths_[i] = n.children.empty() ? 1 : 0;
+      for (int c : n.children) {
+        below_[i] += 1 + below_[static_cast<size_t>(c)];
+        paths_[i] += paths_[static_cast<size_t>(c)];
+      }
     }
   }
 
@@ -43,14 +59,22 @@ class TreePrinter {
 
  private:
   std::string Label(int id) const { return screen_ ? ShortLabel(tree_.label(id)) : tree_.label(id); }
+  const RankSet& Ranks(int id) const { return tree_.node(id).ranks; }
+  // Every rank of `parent` takes `id`, and nothing below it tells them apart (a background thread that all
+  // ranks run alike, say).
+  bool Alike(int id, int parent) const {
+    return uniform_[static_cast<size_t>(id)] && Ranks(id) == Ranks(parent);
+  }
 
   std::vector<int> SortedChildren(int id) const {
     std::vector<int> kids = tree_.node(id).children;
-    std::stable_sort(kids.begin(), kids.end(), [this](int a, int b) {
+    std::stable_sort(kids.begin(), kids.end(), [this, id](int a, int b) {
+      bool xa = Alike(a, id), ya = Alike(b, id);
+      if (xa != ya) return !xa;  // what tells ranks apart before what every rank does alike
       const StackNode &x = tree_.node(a), &y = tree_.node(b);
       if (x.ranks.size() != y.ranks.size()) return x.ranks.size() > y.ranks.size();
       bool xl = linear_[static_cast<size_t>(a)], yl = linear_[static_cast<size_t>(b)];
-      if (xl != yl) return !xl;  // the one that diverges below first
+      if (xl != yl) return !xl;  // the one that branches below first
       if (x.ranks.first() != y.ranks.first()) return x.ranks.first() < y.ranks.first();
       return tree_.label(a) < tree_.label(b);
     });
@@ -59,42 +83,57 @@ class TreePrinter {
 
   void Children(int id, const std::string& prefix) {
     std::vector<int> kids = SortedChildren(id);
+    // Where most ranks go on and branch again further down, the others' branches come first and the
+    // majority's path continues in the same column: ranks that leave a path at many depths then draw a
+    // column with branches off it rather than a staircase.
+    int spine = -1;
+    if (id != StackTree::kRoot && kids.size() >= 2 && 2 * Ranks(kids[0]).size() > Ranks(id).size() &&
+        !linear_[static_cast<size_t>(kids[0])] && !Alike(kids[0], id)) {
+      spine = kids[0];
+      kids.erase(kids.begin());
+    }
     size_t shown = kids.size();
     if (screen_ && kids.size() > kScreenChildren) shown = kScreenChildren - 1;
     for (size_t i = 0; i < shown; ++i) {
-      bool last = i + 1 == kids.size();
-      Item(kids[i], tree_.node(id).ranks, prefix + (last ? "`- " : "|- "), prefix + (last ? "   " : "|  "));
+      bool last = i + 1 == kids.size() && spine < 0;
+      Item(kids[i], id, prefix + (last ? "`- " : "|- "), prefix + (last ? "   " : "|  "));
     }
     if (shown < kids.size()) {
       RankSet rest;
-      for (size_t i = shown; i < kids.size(); ++i) rest.Merge(tree_.node(kids[i]).ranks);
-      lines_.push_back(prefix + "`- ... " + std::to_string(kids.size() - shown) +
+      for (size_t i = shown; i < kids.size(); ++i) rest.Merge(Ranks(kids[i]));
+      lines_.push_back(prefix + (spine < 0 ? "`- ... " : "|- ... ") + std::to_string(kids.size() - shown) +
                        " more branches: " + SetTag(rest, kSetChars));
     }
+    if (spine >= 0) Item(spine, id, prefix, prefix);
   }
 
-  // The chain that starts at `id`, then what branches below it. `lead` prefixes its first line, `cont` the
-  // others and its children.
-  void Item(int id, const RankSet& parent_set, const std::string& lead, const std::string& cont) {
+  // The chain that starts at `id` (a child of `parent`), then what branches below it. `lead` prefixes its
+  // first line, `cont` the others and its children.
+  void Item(int id, int parent, const std::string& lead, const std::string& cont) {
     std::vector<int> chain = {id};
     while (true) {
       const StackNode& n = tree_.node(chain.back());
-      if (n.children.size() != 1 || !(tree_.node(n.children[0]).ranks == n.ranks)) break;
+      if (n.children.size() != 1 || !(Ranks(n.children[0]) == n.ranks)) break;
       chain.push_back(n.children[0]);
     }
-    const StackNode& first = tree_.node(id);
     std::string tag =
-        first.ranks == parent_set ? "" : SetTag(first.ranks, screen_ ? kSetChars : std::string::npos) + "  ";
+        Ranks(id) == Ranks(parent) ? "" : SetTag(Ranks(id), screen_ ? kSetChars : std::string::npos) + "  ";
     const bool leaf = tree_.node(chain.back()).children.empty();
     const size_t hidden = chain.size() - 2;
+    if (screen_ && !leaf && Alike(id, parent)) {
+      const size_t i = static_cast<size_t>(id);
+      lines_.push_back(lead + tag + Label(id) + " ... " + std::to_string(paths_[i]) + " paths, " +
+                       Frames(below_[i]) + ", alike in all its ranks");
+      return;
+    }
     if (!screen_ || chain.size() < 3 || (!leaf && chain.size() < kCollapseChain)) {
       for (size_t i = 0; i < chain.size(); ++i) lines_.push_back((i ? cont : lead + tag) + Label(chain[i]));
     } else if (leaf) {
-      lines_.push_back(lead + tag + Label(chain.front()) + " ... " + std::to_string(hidden) + " frames ... " +
+      lines_.push_back(lead + tag + Label(chain.front()) + " ... " + Frames(hidden) + " ... " +
                        Label(chain.back()));
     } else {
       lines_.push_back(lead + tag + Label(chain.front()));
-      lines_.push_back(cont + "... " + std::to_string(hidden) + " frames ...");
+      lines_.push_back(cont + "... " + Frames(hidden) + " ...");
       lines_.push_back(cont + Label(chain.back()));
     }
     Children(chain.back(), cont);
@@ -102,7 +141,10 @@ class TreePrinter {
 
   const StackTree& tree_;
   const bool screen_;
-  std::vector<bool> linear_;
+  std::vector<bool> linear_;   // one chain, one rank set
+  std::vector<bool> uniform_;  // one rank set throughout, branching or not
+  std::vector<size_t> below_;  // nodes below
+  std::vector<size_t> paths_;  // leaves at or below
   std::vector<std::string> lines_;
 };
 

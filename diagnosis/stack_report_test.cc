@@ -70,11 +70,10 @@ TEST(StackReport, SummaryNamesTheOddRank) {
 
 TEST(StackReport, SummaryWhenEveryRankAgrees) {
   std::vector<RankStack> ranks = {Rank(0, {kMain}), Rank(1, {kMain})};
-  EXPECT_EQ(
-      RenderSummary(StackTree::Build(ranks), ranks),
-      "stacks of 2 ranks (2 with a stack)\n"
-      "`- <module> (/w/train.py:41) ... 1 frames ... all_reduce (distributed/distributed_c10d.py:1536)\n"
-      "odd ranks: none (every rank took the same paths)\n");
+  EXPECT_EQ(RenderSummary(StackTree::Build(ranks), ranks),
+            "stacks of 2 ranks (2 with a stack)\n"
+            "`- <module> (/w/train.py:41) ... 1 frame ... all_reduce (distributed/distributed_c10d.py:1536)\n"
+            "odd ranks: none (every rank took the same paths)\n");
   std::vector<RankStack> none;
   EXPECT_EQ(RenderSummary(StackTree(), none), "stacks of 0 ranks (0 with a stack)\n");
 }
@@ -115,7 +114,7 @@ TEST(StackReport, ErrorRankStandsApart) {
   StackTree tree = StackTree::Build(ranks);
   EXPECT_EQ(RenderSummary(tree, ranks),
             "stacks of 3 ranks (2 with a stack)\n"
-            "|- [2] ranks 0,2  <module> (/w/train.py:41) ... 1 frames ... all_reduce "
+            "|- [2] ranks 0,2  <module> (/w/train.py:41) ... 1 frame ... all_reduce "
             "(distributed/distributed_c10d.py:1536)\n"
             "`- [1] ranks 1  <no stack: stopped (state T): a stopped process cannot dump its stack>\n"
             "odd ranks (the majority is [2] ranks 0,2):\n"
@@ -149,6 +148,35 @@ TEST(StackReport, FullDumpListsEachRankInnermostFirst) {
             "|- [1] ranks 0  y0 (b.py:0)\n"
             "`- [1] ranks 1  x0 (b.py:0)\n"
             "   x1 (b.py:1)\n");
+}
+
+TEST(StackReport, MajorityPathStaysInOneColumnAndAlikeThreadsAreOneLine) {
+  const Frames bg_a = {"_bootstrap (t.py:1)", "a1 (t.py:2)", "a2 (t.py:3)"};
+  const Frames bg_b = {"_bootstrap (t.py:1)", "b1 (t.py:4)"};
+  std::vector<RankStack> ranks;
+  for (int r = 0; r < 10; ++r) {
+    Frames main = r == 9   ? Frames{"f0 (a.py:0)", "y0 (b.py:0)"}
+                  : r == 8 ? Frames{"f0 (a.py:0)", "f1 (a.py:1)", "z0 (b.py:0)"}
+                           : Path(3, "x", 2);
+    ranks.push_back(Rank(r, {bg_a, main, bg_b}));
+  }
+  std::string summary = RenderSummary(StackTree::Build(ranks), ranks);
+  EXPECT_EQ(summary.substr(0, summary.find("odd ranks")),
+            "stacks of 10 ranks (10 with a stack)\n"
+            "|- f0 (a.py:0)\n"
+            "|  |- [1] ranks 9  y0 (b.py:0)\n"
+            "|  [9] ranks 0-8  f1 (a.py:1)\n"
+            "|  |- [8] ranks 0-7  f2 (a.py:2) ... 1 frame ... x1 (b.py:1)\n"
+            "|  `- [1] ranks 8  z0 (b.py:0)\n"
+            "`- _bootstrap (t.py:1) ... 2 paths, 3 frames, alike in all its ranks\n");
+  // The full dump draws the background threads.
+  std::string full = RenderFullDump(ranks);
+  EXPECT_NE(full.find("`- _bootstrap (t.py:1)\n"
+                      "   |- a1 (t.py:2)\n"
+                      "   |  a2 (t.py:3)\n"
+                      "   `- b1 (t.py:4)\n"),
+            std::string::npos)
+      << full;
 }
 
 TEST(StackReport, ScreenLimit) {
