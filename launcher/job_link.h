@@ -3,6 +3,7 @@
 // workers, reports of this node's outcome, and the job's decisions (stop, restart, complete), announced on a
 // descriptor the supervisor's poll loop watches. launcher/runtime_link.h implements it over the runtime.
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,14 +28,17 @@ class JobLinkError : public std::runtime_error {
 };
 
 struct JobDecision {
-  enum class Kind { kStop, kRestart, kComplete, kNotice };
+  enum class Kind { kStop, kRestart, kComplete, kNotice, kStacks, kDiagnosis };
   Kind kind = Kind::kStop;
   int exit_code = 0;              // kStop: the root cause's
   int restart_round = 0;          // kRestart: the round to join (the next epoch)
   bool node_lost = false;         // kRestart: an elastic job goes on without a lost node
   bool node_arrived = false;      // kRestart: an elastic job's world grows by nodes that arrived
   bool coordinator_lost = false;  // kStop: this node lost the coordinator (cut off, or node 0 gone)
-  std::string reason;  // kStop, kRestart: what happened, naming rank, node and host; kNotice: what is coming
+  // kStop, kRestart: what happened, naming rank, node and host; kNotice: what is coming; kDiagnosis: what
+  // the hang watch found (node 0 prints it)
+  std::string reason;
+  uint64_t stacks_id = 0;  // kStacks: collect this node's workers' stacks and answer (SendStacks)
 };
 
 class JobLink {
@@ -51,6 +55,11 @@ class JobLink {
   // This node leaves the job instead of joining `round` (its --node-check failed for `reason`); returns once
   // node 0 heard it (bounded).
   virtual void Leave(int round, const std::string& reason) = 0;
+
+  // This node's progress (launcher/worker_watch.h), for the job's hang watch; called a few times a second.
+  virtual void ReportProgress(const NodeProgress& progress) = 0;
+  // The answer to a kStacks decision.
+  virtual void SendStacks(const StacksReply& reply) = 0;
 
   // Readable while decisions are waiting.
   virtual int event_fd() const = 0;

@@ -23,6 +23,7 @@
 #include "launcher/runtime_link.h"
 #include "launcher/supervisor.h"
 #include "launcher/version.h"
+#include "launcher/watch_commands.h"
 
 namespace distrun {
 namespace {
@@ -59,6 +60,9 @@ void PrintWarnings(const Plan& plan) {
 
 int Run(int argc, const char* const* argv) {
   if (argc > 1 && std::string_view(argv[1]) == "check") return RunCheckCommand(argc, argv);
+  if (argc > 1 && IsWatchVerb(argv[1])) {
+    return RunWatchVerb(std::vector<std::string>(argv + 1, argv + argc), Environment::FromProcess().vars);
+  }
   if (argc > 1 && IsRuntimeVerb(argv[1])) {
     return RunRuntimeVerb(std::vector<std::string>(argv + 1, argv + argc), Environment::FromProcess().vars);
   }

@@ -318,6 +318,29 @@ const std::vector<OptionSpec> kTable = {
        o.heartbeat_timeout_s = ParseSeconds(where, v);
        if (o.heartbeat_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
      }},
+    {"hang-timeout", "auto|off|SECONDS",
+     "the job is hung when its least advanced rank reported no new step (distrun progress) for this long: "
+     "the stacks of every worker are shown and the job stops with exit code 125, or restarts (auto: 5 "
+     "times the slowest recent step, at least 60 s; 10 min until learned)",
+     "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "auto") {
+         o.hang_timeout_s.reset();
+       } else if (v == "off") {
+         o.hang_timeout_s = 0;
+       } else {
+         o.hang_timeout_s = ParseSeconds(where, v);
+         if (*o.hang_timeout_s < 1) Bad(where, v, "use at least 1 second, auto or off");
+       }
+     }},
+    {"stall-warning", "SECONDS|off",
+     "for workers that report no progress: warn when none has used CPU time or written output for this "
+     "long (a warning only)",
+     "300",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.stall_warning_s = v == "off" ? 0 : ParseSeconds(where, v);
+       if (v != "off" && o.stall_warning_s < 1) Bad(where, v, "use at least 1 second, or off");
+     }},
     {"initialization-timeout", "SECONDS", "how long rendezvous waits for every node to join", "300",
      [](Options& o, const std::string& where, const std::string& v) {
        o.initialization_timeout_s = ParseSeconds(where, v);

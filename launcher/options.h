@@ -70,6 +70,10 @@ struct Options {
   double initialization_timeout_s = 300;                // how long rendezvous waits for every node
   std::optional<std::string> coordinator_bind_address;  // where node 0's service listens
 
+  // The hang watch (runtime/hang_watch.h): armed by the workers' progress reports.
+  std::optional<double> hang_timeout_s;  // unset: learned from the step interval; 0: off
+  double stall_warning_s = 300;          // without progress reports: warn after this much quiet; 0: never
+
   CpuBind cpu_bind = CpuBind::kNone;  // CPU affinity of each worker
 };
 

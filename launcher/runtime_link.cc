@@ -12,6 +12,7 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/stacks_view.h"
 #include "runtime/agent.h"
 #include "runtime/grpc_server.h"
 #include "runtime/service.h"
@@ -108,6 +109,14 @@ JobDecision ToDecision(const JobEvent& e) {
     case JobEvent::Kind::kComplete:
       d.kind = JobDecision::Kind::kComplete;
       break;
+    case JobEvent::Kind::kStacks:
+      d.kind = JobDecision::Kind::kStacks;
+      d.stacks_id = e.stacks_id;
+      break;
+    case JobEvent::Kind::kDiagnosis:
+      d.kind = JobDecision::Kind::kDiagnosis;
+      d.reason = e.notice;
+      break;
     case JobEvent::Kind::kHeartbeat:
     case JobEvent::Kind::kJoined:
       break;  // not decisions: TakeDecisions leaves them out, and the agent keeps join answers itself
@@ -175,7 +184,11 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   } else {
     worker_address_ = plan.assignment.coordinator_address;
   }
-  if (node_rank_ == 0) StartService(plan, options);
+  if (node_rank_ == 0) {
+    StartService(plan, options,
+                 options.log_dir ? std::filesystem::path(*options.log_dir)
+                                 : std::filesystem::path(env.GetOr("TMPDIR", "/tmp")));
+  }
   if (options.join) log_->info("arriving at the running job at {}", worker_address_);
 
   AgentConfig config;
@@ -207,7 +220,8 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   agent_ = std::make_unique<Agent>(std::move(config));
 }
 
-void RuntimeLink::StartService(const Plan& plan, const Options& options) {
+void RuntimeLink::StartService(const Plan& plan, const Options& options,
+                               const std::filesystem::path& stacks_dir) {
   ServiceConfig sc;
   sc.num_nodes = num_nodes_;
   sc.max_restarts = options.max_restarts;
@@ -221,6 +235,23 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options) {
   sc.elastic = options.elastic;
   sc.agents_share_hosts = plan.layout.mode == LaunchMode::kPerTask;
   sc.scale_up_notice = Millis(options.scale_up_notice_s);
+  if (options.hang_timeout_s) {
+    sc.hang.off = *options.hang_timeout_s <= 0;
+    sc.hang.timeout = Millis(*options.hang_timeout_s);
+  }
+  sc.hang.stall = Millis(options.stall_warning_s);
+  // On a hang, node 0's distrun prints one screen of the merged stacks; the whole dump goes beside the logs.
+  sc.explain = [stacks_dir](const std::string& verdict, const StacksReply& stacks) {
+    StacksPicture picture = DrawStacks(stacks, kStacksScreenLines);
+    std::string problem;
+    std::string path = WriteStacksFile(stacks_dir, verdict + "\n\n" + picture.full, &problem);
+    HangExplanation e;
+    e.text = verdict + "\n" + picture.screen +
+             (path.empty() ? "the full dump was not written: " + problem : "every stack: " + path);
+    e.odd_ranks = std::move(picture.odd_ranks);
+    e.odd_summary = std::move(picture.odd_summary);
+    return e;
+  };
   // A dying node's peers see their collectives fail within milliseconds of its connection's close.
   if (options.elastic) {
     sc.failure_hold = kElasticFailureHold;
@@ -349,6 +380,10 @@ void RuntimeLink::ReportSuccess() {
 }
 
 int RuntimeLink::event_fd() const { return agent_->event_fd(); }
+
+void RuntimeLink::ReportProgress(const NodeProgress& progress) { agent_->SetProgress(progress); }
+
+void RuntimeLink::SendStacks(const StacksReply& reply) { agent_->SendStacks(reply); }
 
 std::vector<JobDecision> RuntimeLink::TakeDecisions() {
   std::vector<JobDecision> out;

@@ -3,6 +3,7 @@
 // coordinator address, and every distrun, node 0's and local mode's included, is an agent of it.
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,8 @@ class RuntimeLink final : public JobLink {
   bool ReportFailure(const FailedWorker& failure) override;
   void ReportSuccess() override;
   void Leave(int round, const std::string& reason) override;
+  void ReportProgress(const NodeProgress& progress) override;
+  void SendStacks(const StacksReply& reply) override;
   int event_fd() const override;
   std::vector<JobDecision> TakeDecisions() override;
   std::vector<std::pair<std::string, std::string>> WorkerSecrets() const override;
@@ -58,7 +61,8 @@ class RuntimeLink final : public JobLink {
   const std::string& worker_address() const { return worker_address_; }
 
  private:
-  void StartService(const Plan& plan, const Options& options);
+  // `stacks_dir`: where a hung job's full stack dump is written (--log-dir, else TMPDIR).
+  void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir);
   // --join: throws UsageError where an arrival cannot work (per-task mode, no token of the job's).
   void CheckArrival(const Plan& plan, const JobToken& token) const;
 

@@ -27,6 +27,11 @@ constexpr auto kStopTick = std::chrono::milliseconds(20);
 // After SIGKILL, how long distrun waits for processes that do not die (stuck in the kernel) before it
 // gives up on them.
 constexpr auto kKillWait = std::chrono::seconds(10);
+// How often the workers' progress is read and handed to the job link: the hang watch's timeouts are seconds.
+constexpr auto kProgressInterval = std::chrono::milliseconds(250);
+// A node's part of `distrun stacks`: gdb on a large native process takes seconds; the service waits a
+// little longer for every node.
+constexpr auto kStacksTimeout = std::chrono::milliseconds(10'000);
 
 std::string Seconds(double s) {
   std::string text = std::to_string(s);
@@ -79,6 +84,11 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
     error_files_.emplace(log_dir, env_.GetOr("TMPDIR", "/tmp"));
     if (!error_files_->problem().empty()) log_->warn("{}", error_files_->problem());
   }
+  std::vector<std::string> tool_env;
+  for (const auto& [name, value] : env_.vars) tool_env.push_back(name + "=" + value);
+  worker_watch_.emplace(plan_.workers.size(), env_.GetOr("TMPDIR", "/tmp"), env_.hostname, kStacksTimeout,
+                        std::move(tool_env));
+  if (!worker_watch_->problem().empty()) log_->warn("{}", worker_watch_->problem());
 }
 
 Supervisor::~Supervisor() {
@@ -162,9 +172,10 @@ void Supervisor::SetUpProcess() {
   if (!signal_fd_) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 }
 
-std::vector<std::string> Supervisor::WorkerEnvironment(const WorkerPlan& plan) const {
+std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const WorkerPlan& plan) const {
   std::map<std::string, std::string, std::less<>> vars = env_.vars;
   for (const auto& [name, value] : plan.env) vars[name] = value;
+  worker_watch_->AddVariables(slot, vars);
   if (link_ && options_.export_distrun) {
     for (const auto& [name, value] : link_->WorkerSecrets()) vars[name] = value;
   }
@@ -199,7 +210,7 @@ void Supervisor::StartWorkers() {
     if (error_files_) error_files_->Clear(w.plan.process_id);
     SpawnSpec& spec = specs[i];
     spec.argv = options_.command;
-    spec.env = WorkerEnvironment(w.plan);
+    spec.env = WorkerEnvironment(i, w.plan);
     spec.inherit_stdin = w.plan.process_id == 0;
     spec.cpus = w.plan.cpus;
     spec.non_default_signals = &non_default_signals_;
@@ -221,6 +232,8 @@ void Supervisor::StartWorkers() {
     }
     w.child = std::move(outcomes[i].child);
     w.started = true;
+    worker_watch_->Started(i, w.plan.process_id, w.child.pid(),
+                           fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), Clock::now());
     if (specs[i].foreground) terminal_owner_ = w.child.pid();
     log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
                 w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
@@ -266,6 +279,7 @@ int Supervisor::Run() {
     if (make_link_) {
       link_ = make_link_(unhealthy);
       WatchFd(link_->event_fd(), POLLIN, [this](short) { OnJobDecisions(); });
+      WatchFd(worker_watch_->stacks_fd(), POLLIN, [this](short) { AnswerStacks(); });
     }
     AwaitSentinel();
     while (true) {
@@ -412,6 +426,14 @@ void Supervisor::OnJobDecisions() {
       NoticeChange(d.reason);
       continue;
     }
+    if (d.kind == JobDecision::Kind::kStacks) {
+      worker_watch_->CollectStacks(d.stacks_id);
+      continue;
+    }
+    if (d.kind == JobDecision::Kind::kDiagnosis) {
+      log_->error("{}", d.reason);
+      continue;
+    }
     // A restart into the epoch this node already joined (an arrival hears of it while it joins).
     if (d.kind == JobDecision::Kind::kRestart && d.restart_round <= restart_count_) continue;
     if (decision_) continue;  // the first decision of a round is the one
@@ -452,9 +474,22 @@ void Supervisor::OnJobDecisions() {
         break;
       case JobDecision::Kind::kComplete:
       case JobDecision::Kind::kNotice:
+      case JobDecision::Kind::kStacks:
+      case JobDecision::Kind::kDiagnosis:
         break;
     }
     decision_ = std::move(d);
+  }
+}
+
+void Supervisor::WatchProgress(Clock::time_point now) {
+  next_progress_ = now + kProgressInterval;
+  if (link_) link_->ReportProgress(worker_watch_->Sample(restart_count_, now));
+}
+
+void Supervisor::AnswerStacks() {
+  for (const StacksReply& reply : worker_watch_->TakeStacks()) {
+    if (link_) link_->SendStacks(reply);
   }
 }
 
@@ -495,6 +530,7 @@ void Supervisor::Loop() {
       }
     }
     if (phase_ == Phase::kStopping && local_done_ && !AwaitingDecision()) return;
+    if (phase_ == Phase::kRunning && now >= next_progress_) WatchProgress(now);
     fds.clear();
     what.clear();
     fds.push_back({signal_fd_.get(), POLLIN, 0});
@@ -546,6 +582,7 @@ int Supervisor::PollTimeoutMs(Clock::time_point now) const {
   }
   if (phase_ == Phase::kStopping && local_done_ && timeout_at_) earliest(*timeout_at_);
   if (watchdog_armed_) earliest(next_pulse_);
+  if (phase_ == Phase::kRunning && link_) earliest(next_progress_);
   if (!wake) return -1;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
   return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 60 * 60 * 1000));
@@ -751,6 +788,7 @@ void Supervisor::OnWorkerExit(size_t slot) {
   Worker& w = workers_[slot];
   const int status = w.child.wait_status();
   const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  worker_watch_->Exited(slot);
   log_->debug("rank {} (pid {}) exited: {}", w.plan.process_id, w.child.pid(), DescribeWaitStatus(status));
   if (phase_ != Phase::kRunning) return;
   if (failed) {
@@ -785,6 +823,7 @@ void Supervisor::ReadPipe(size_t slot, Stream stream) {
   // One read per wake-up, so that one busy worker cannot starve the others.
   ssize_t n = ::read(fd.get(), buffer_.data(), buffer_.size());
   if (n > 0) {
+    worker_watch_->Output(slot, Clock::now());
     output_.Write(slot, stream, std::string_view(buffer_.data(), static_cast<size_t>(n)));
     if (output_.ConsoleBroken(stream)) CloseBrokenStreams();
     return;

@@ -35,6 +35,7 @@
 #include "launcher/sentinel.h"
 #include "launcher/spawn.h"
 #include "launcher/unique_fd.h"
+#include "launcher/worker_watch.h"
 
 namespace spdlog {
 class logger;
@@ -142,7 +143,10 @@ class Supervisor {
   bool JobGone();
   int PollTimeoutMs(Clock::time_point now) const;
   void PrintFailureSummary();
-  std::vector<std::string> WorkerEnvironment(const WorkerPlan& plan) const;
+  std::vector<std::string> WorkerEnvironment(size_t slot, const WorkerPlan& plan) const;
+  // The hang watch's part on this node: progress to the job, stacks on request (launcher/worker_watch.h).
+  void WatchProgress(Clock::time_point now);
+  void AnswerStacks();
   void KillEverything();
   // Job control when distrun's stdin is its terminal: rank 0, the worker that reads it, gets the
   // terminal (Ctrl-C and Ctrl-Z go to rank 0's group); distrun takes it back to stop the job.
@@ -165,6 +169,8 @@ class Supervisor {
   Spawner spawner_;
   std::vector<Worker> workers_;
   std::vector<Watch> watches_;
+  std::optional<WorkerWatch> worker_watch_;
+  Clock::time_point next_progress_{};
 
   sigset_t handled_{};
   std::optional<rlimit> workers_descriptor_limit_;  // set when node 0 raised its own (SetUpProcess)

@@ -3,7 +3,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -157,6 +159,42 @@ Status Agent::ReportSuccess() {
   return Status::Ok();
 }
 
+namespace {
+
+constexpr std::chrono::seconds kProgressNewsInterval{1};
+
+// The least advanced rank's (step, rank): what the hang watch judges by.
+std::pair<int64_t, int> Slowest(const NodeProgress& p) {
+  std::pair<int64_t, int> slowest{INT64_MAX, -1};
+  for (const RankProgress& r : p.ranks) slowest = std::min(slowest, std::pair<int64_t, int>{r.step, r.rank});
+  return slowest;
+}
+
+// The ages in `p` as of `ms` milliseconds after it was read.
+NodeProgress Aged(NodeProgress p, int64_t ms) {
+  for (RankProgress& r : p.ranks) {
+    r.advanced_ms_ago += ms;
+    r.reported_ms_ago += ms;
+  }
+  if (p.quiet_ms > 0) p.quiet_ms += ms;
+  return p;
+}
+
+}  // namespace
+
+void Agent::SetProgress(const NodeProgress& progress) {
+  std::lock_guard lock(mu_);
+  if (!progress_ || Slowest(*progress_) != Slowest(progress) ||
+      progress_->ranks.size() != progress.ranks.size()) {
+    progress_news_ = true;
+    cv_.notify_all();
+  }
+  progress_ = progress;
+  progress_read_ = std::chrono::steady_clock::now();
+}
+
+void Agent::SendStacks(const StacksReply& reply) { stream_->SendStacks(reply); }
+
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
   last_answer_ = std::chrono::steady_clock::now();
@@ -219,12 +257,17 @@ void Agent::HeartbeatLoop() {
     // Up at the next heartbeat, and exactly when the coordinator's silence reaches the timeout: a node cut
     // off fences itself when the coordinator gives up on it, not up to an interval later.
     auto wake = next_beat;
+    const bool news_planned = progress_news_;
+    if (news_planned) wake = std::min(wake, progress_sent_ + kProgressNewsInterval);
     if (last_answer_ && !ended_) {
       wake = std::min(wake, *last_answer_ + config_.heartbeat_timeout + std::chrono::milliseconds(1));
     }
-    if (cv_.wait_until(lock, wake, [this] { return closing_; })) break;
+    if (cv_.wait_until(lock, wake, [&] { return closing_ || (progress_news_ && !news_planned); })) {
+      if (closing_) break;
+      continue;  // news of progress: wake at its time instead
+    }
     auto now = std::chrono::steady_clock::now();
-    const bool beat = now >= next_beat;
+    const bool beat = now >= next_beat || (progress_news_ && now >= progress_sent_ + kProgressNewsInterval);
     if (beat) next_beat = now + config_.heartbeat_interval;
     if (ended_) continue;
     // This loop itself did not run for a whole timeout: this process was frozen (SIGSTOP, a stalled VM),
@@ -238,10 +281,19 @@ void Agent::HeartbeatLoop() {
     } else if (!last_answer_ && now - started_ > config_.initialization_timeout) {
       lost = "no answer within " + Seconds(config_.initialization_timeout) + " (--initialization-timeout)";
     }
+    std::optional<NodeProgress> progress;
+    if (beat && progress_) {
+      progress = Aged(*progress_,
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now - progress_read_).count());
+      progress_news_ = false;
+      progress_sent_ = now;
+    }
     lock.unlock();
     if (lost) {
       CoordinatorLost(*lost);
       stream_->Close();
+    } else if (progress) {
+      stream_->SendProgress(*progress);
     } else if (beat) {
       stream_->SendHeartbeat();
     }

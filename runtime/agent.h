@@ -59,6 +59,12 @@ class Agent {
   Status ReportFailure(const FailedWorker& failure, bool* root_cause);
   Status ReportSuccess();
 
+  // This node's progress as the supervisor last read it (DESIGN §4.2): it goes with the next heartbeat, or
+  // sooner (at most once a second) when the node's least advanced rank moved.
+  void SetProgress(const NodeProgress& progress);
+  // The answer to a kStacks event.
+  void SendStacks(const StacksReply& reply);
+
   // Readable while events are queued. The loss of the coordinator arrives as a kStop event whose root
   // cause says so.
   int event_fd() const { return event_fd_; }
@@ -88,6 +94,11 @@ class Agent {
   std::string lost_reason_;  // why the liveness stream ended, once it has
   bool stream_closed_ = false;
   std::optional<JobEvent> join_answer_;  // the answer to the latest join
+
+  std::optional<NodeProgress> progress_;
+  std::chrono::steady_clock::time_point progress_read_;  // when the supervisor read progress_
+  bool progress_news_ = false;                           // the least advanced rank moved since the last send
+  std::chrono::steady_clock::time_point progress_sent_;
 
   std::unique_ptr<LivenessStream> stream_;
   std::thread heartbeat_;

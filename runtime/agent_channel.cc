@@ -281,14 +281,28 @@ bool AgentChannel::SendSuccess(int restart_round) {
   return Send(Framed(frame), /*skippable=*/false);
 }
 
+bool AgentChannel::SendProgress(const NodeProgress& progress) {
+  v1::AgentFrame frame;
+  frame.mutable_liveness()->set_node_rank(options_.node_rank);
+  ToProto(progress, frame.mutable_liveness()->mutable_progress());
+  return Send(Framed(frame), /*skippable=*/true);
+}
+
+bool AgentChannel::SendStacks(const StacksReply& reply) {
+  v1::AgentFrame frame;
+  frame.mutable_liveness()->set_node_rank(options_.node_rank);
+  ToProto(reply, frame.mutable_liveness()->mutable_stacks());
+  return Send(Framed(frame), /*skippable=*/false);
+}
+
 Status AgentChannel::ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) {
   *root_cause = false;
   uint64_t id = 0;
   {
     std::lock_guard lock(mu_);
     if (ended_ || closing_) {
-      return {StatusCode::kUnavailable, "the connection to the distrun runtime at " + options_.address +
-                                            " has ended"};
+      return {StatusCode::kUnavailable,
+              "the connection to the distrun runtime at " + options_.address + " has ended"};
     }
     id = next_call_++;
     calls_[id];

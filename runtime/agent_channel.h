@@ -41,6 +41,8 @@ class AgentChannel final : public LivenessStream {
   bool SendHeartbeat() override;
   bool SendJoin(const NodeJoin& join) override;
   bool SendSuccess(int restart_round) override;
+  bool SendProgress(const NodeProgress& progress) override;
+  bool SendStacks(const StacksReply& reply) override;
   void Close() override;
 
   // As the ReportFailure call: blocks until the coordinator answers, the channel ends or the call timeout.

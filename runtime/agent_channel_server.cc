@@ -415,6 +415,8 @@ class AgentChannelServer::Loop {
       Status s = service_.ReportSuccess(node, message.success().restart_round());
       if (!s.ok()) log_->debug("node {}'s success report: {}", node, s.message);
     }
+    if (message.has_progress()) service_.ReportProgress(node, FromProto(message.progress()));
+    if (message.has_stacks()) service_.ReportStacks(node, FromProto(message.stacks()));
   }
 
   void Call(const ConnPtr& conn, const v1::AgentCall& call) {

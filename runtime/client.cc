@@ -9,6 +9,7 @@
 
 #include "detect/errors.h"
 #include "distrun/client.h"
+#include "runtime/progress_board.h"
 
 namespace distrun {
 
@@ -262,5 +263,28 @@ int distrun_barrier(distrun_client* c, const char* name, int count, int64_t time
 }
 
 void distrun_free(void* buffer) { std::free(buffer); }
+
+// The board is one per worker process by nature (distrun gives each process a slot), so it is opened once
+// and kept for the life of the process: a report must not pay for an open or a lookup.
+int distrun_progress(int64_t step) {
+  struct Slot {
+    std::optional<distrun::ProgressBoard> board;
+    int slot = -1;
+  };
+  // Never freed: a worker's last report may come from a thread still running while the process exits.
+  static Slot* const mine = [] {
+    auto* s = new Slot;
+    const char* path = std::getenv(distrun::kProgressFileVariable);
+    std::optional<int> slot = NumberVariable(distrun::kProgressSlotVariable);
+    if (path == nullptr || *path == '\0' || !slot || *slot < 0) return s;
+    std::string error;
+    s->board = distrun::ProgressBoard::Open(path, *slot, &error);
+    s->slot = *slot;
+    return s;
+  }();
+  if (!mine->board) return DISTRUN_FAILED_PRECONDITION;
+  mine->board->Report(mine->slot, step);
+  return DISTRUN_OK;
+}
 
 }  // extern "C"

@@ -54,6 +54,20 @@ class Stream final : public LivenessStream {
     return WriteNews(message);
   }
 
+  bool SendProgress(const NodeProgress& progress) override {
+    std::unique_lock lock(write_mu_, std::try_to_lock);
+    if (!lock.owns_lock()) return true;
+    v1::AgentHeartbeat message = heartbeat_;
+    ToProto(progress, message.mutable_progress());
+    return !closed_ && stream_->Write(message);
+  }
+
+  bool SendStacks(const StacksReply& reply) override {
+    v1::AgentHeartbeat message = heartbeat_;
+    ToProto(reply, message.mutable_stacks());
+    return WriteNews(message);
+  }
+
   bool SendJoin(const NodeJoin& join) override {
     v1::AgentHeartbeat message = heartbeat_;
     ToProto(join, message.mutable_join());
@@ -229,6 +243,26 @@ Status GrpcClient::KvTryGet(const std::string& key, std::optional<std::string>* 
   Status s = impl_->Convert(impl_->stub_->KvTryGet(&ctx, req, &resp));
   value->reset();
   if (s.ok() && resp.found()) *value = resp.value();
+  return s;
+}
+
+Status GrpcClient::Stacks(std::chrono::milliseconds timeout, StacksReply* reply) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx, timeout);
+  v1::StacksRequest req;
+  req.set_timeout_ms(timeout.count());
+  v1::StacksReply resp;
+  Status s = impl_->Convert(impl_->stub_->Stacks(&ctx, req, &resp));
+  if (s.ok()) *reply = FromProto(resp);
+  return s;
+}
+
+Status GrpcClient::Describe(JobStatusView* status) {
+  grpc::ClientContext ctx;
+  impl_->Prepare(&ctx);
+  v1::JobStatus resp;
+  Status s = impl_->Convert(impl_->stub_->Describe(&ctx, v1::StatusRequest(), &resp));
+  if (s.ok()) *status = FromProto(resp);
   return s;
 }
 

@@ -47,6 +47,10 @@ class LivenessStream {
   virtual bool SendJoin(const NodeJoin& join) = 0;
   // Every worker of this node exited 0 in `restart_round` (the ReportSuccess call's news, unanswered).
   virtual bool SendSuccess(int restart_round) = 0;
+  // A heartbeat that carries this node's progress (skipped, as a heartbeat is, while a write is stuck).
+  virtual bool SendProgress(const NodeProgress& progress) = 0;
+  // The answer to a kStacks event.
+  virtual bool SendStacks(const StacksReply& reply) = 0;
   // Ends the stream (and its thread) from this side; on_closed still runs once.
   virtual void Close() = 0;
 };
@@ -75,6 +79,9 @@ class GrpcClient {
   Status KvDelete(const std::string& key, bool* deleted);
   Status KvList(const std::string& prefix, std::vector<std::pair<std::string, std::string>>* entries);
   Status Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout);
+  // `distrun stacks` and `distrun status` (runtime/service.h).
+  Status Stacks(std::chrono::milliseconds timeout, StacksReply* reply);
+  Status Describe(JobStatusView* status);
 
   // Opens node `node_rank`'s liveness stream (its first message says who it is, and joins round
   // `first_join->restart_round` when given). `on_event` and then, exactly once, `on_closed` run on the

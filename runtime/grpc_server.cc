@@ -299,6 +299,26 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     return reactor;
   }
 
+  grpc::ServerUnaryReactor* Stacks(grpc::CallbackServerContext* ctx, const v1::StacksRequest* req,
+                                   v1::StacksReply* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "Stacks", reactor)) return reactor;
+    service_.CollectStacks(Millis(req->timeout_ms()), [reactor, resp](const StacksReply& reply) {
+      ToProto(reply, resp);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* Describe(grpc::CallbackServerContext* ctx, const v1::StatusRequest*,
+                                     v1::JobStatus* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    if (!Authorized(ctx, "Describe", reactor)) return reactor;
+    ToProto(service_.Overview(), resp);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
   // ---- liveness stream ----
 
   class LivenessReactor final : public grpc::ServerBidiReactor<v1::AgentHeartbeat, v1::JobEvent> {
@@ -341,6 +361,8 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
         Status s = impl_.service_.ReportSuccess(in_node_rank_, in_.success().restart_round());
         if (!s.ok()) impl_.log_->debug("node {}'s success report: {}", in_node_rank_, s.message);
       }
+      if (in_.has_progress()) impl_.service_.ReportProgress(in_node_rank_, FromProto(in_.progress()));
+      if (in_.has_stacks()) impl_.service_.ReportStacks(in_node_rank_, FromProto(in_.stacks()));
       StartRead(&in_);
     }
 

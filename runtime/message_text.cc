@@ -1,12 +1,20 @@
 #include "runtime/message_text.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace distrun {
 
 std::string Seconds(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
   return std::to_string(d.count()) + "ms";
+}
+
+std::string MeasuredSeconds(std::chrono::milliseconds d) {
+  const double s = static_cast<double>(d.count()) / 1000.0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.1fs" : "%.0fs", s);
+  return buf;
 }
 
 std::string JoinNames(const std::vector<std::string>& names, size_t total) {

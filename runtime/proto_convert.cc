@@ -167,6 +167,12 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
     case JobEvent::Kind::kNotice:
       out->mutable_notice()->set_message(in.notice);
       break;
+    case JobEvent::Kind::kStacks:
+      out->mutable_stacks()->set_id(in.stacks_id);
+      break;
+    case JobEvent::Kind::kDiagnosis:
+      out->mutable_diagnosis()->set_text(in.notice);
+      break;
     case JobEvent::Kind::kJoined: {
       grpc::Status status = ToGrpc(in.join_status);
       v1::JoinAnswer* answer = out->mutable_joined();
@@ -206,11 +212,105 @@ JobEvent FromProto(const v1::JobEvent& in) {
       e.kind = JobEvent::Kind::kNotice;
       e.notice = in.notice().message();
       break;
+    case v1::JobEvent::kStacks:
+      e.kind = JobEvent::Kind::kStacks;
+      e.stacks_id = in.stacks().id();
+      break;
+    case v1::JobEvent::kDiagnosis:
+      e.kind = JobEvent::Kind::kDiagnosis;
+      e.notice = in.diagnosis().text();
+      break;
     default:
       e.kind = JobEvent::Kind::kHeartbeat;
       break;  // also events of a newer minor version
   }
   return e;
+}
+
+void ToProto(const RankProgress& in, v1::RankProgress* out) {
+  out->set_rank(in.rank);
+  out->set_step(in.step);
+  out->set_advanced_ms_ago(in.advanced_ms_ago);
+  out->set_reported_ms_ago(in.reported_ms_ago);
+  out->set_steps_per_second(in.steps_per_second);
+  out->set_pid(in.pid);
+}
+
+RankProgress FromProto(const v1::RankProgress& in) {
+  return RankProgress{in.rank(), in.step(), in.advanced_ms_ago(), in.reported_ms_ago(), in.steps_per_second(),
+                      in.pid()};
+}
+
+void ToProto(const NodeProgress& in, v1::NodeProgress* out) {
+  for (const RankProgress& r : in.ranks) ToProto(r, out->add_ranks());
+  out->set_slowest_interval_ms(in.slowest_interval_ms);
+  out->set_quiet_ms(in.quiet_ms);
+  out->set_workers(in.workers);
+  out->set_epoch(in.epoch);
+}
+
+NodeProgress FromProto(const v1::NodeProgress& in) {
+  NodeProgress out;
+  for (const auto& r : in.ranks()) out.ranks.push_back(FromProto(r));
+  out.slowest_interval_ms = in.slowest_interval_ms();
+  out.quiet_ms = in.quiet_ms();
+  out.workers = in.workers();
+  out.epoch = in.epoch();
+  return out;
+}
+
+void ToProto(const StacksReply& in, v1::StacksReply* out) {
+  out->set_id(in.id);
+  for (const WorkerStack& w : in.workers) {
+    v1::WorkerStack* o = out->add_workers();
+    o->set_rank(w.rank);
+    o->set_host(w.host);
+    o->set_pid(w.pid);
+    o->set_gpu(w.gpu);
+    o->set_mechanism(w.mechanism);
+    o->set_text(w.text);
+    o->set_error(w.error);
+  }
+  for (const std::string& m : in.missing) out->add_missing(m);
+}
+
+StacksReply FromProto(const v1::StacksReply& in) {
+  StacksReply out;
+  out.id = in.id();
+  for (const auto& w : in.workers()) {
+    out.workers.push_back(
+        WorkerStack{w.rank(), w.host(), w.pid(), w.gpu(), w.mechanism(), w.text(), w.error()});
+  }
+  out.missing.assign(in.missing().begin(), in.missing().end());
+  return out;
+}
+
+void ToProto(const JobStatusView& in, v1::JobStatus* out) {
+  static constexpr const char* kStates[] = {"rendezvous", "running", "succeeded", "stopped"};
+  out->set_state(kStates[static_cast<size_t>(in.state)]);
+  out->set_epoch(in.epoch);
+  out->set_num_nodes(in.num_nodes);
+  out->set_history(in.history);
+  for (const RankProgress& r : in.ranks) ToProto(r, out->add_ranks());
+  out->set_hang_timeout_ms(in.hang_timeout ? in.hang_timeout->count() : 0);
+  out->set_hang_timeout_learned(in.hang_timeout_learned);
+  for (const std::string& n : in.nodes) out->add_nodes(n);
+}
+
+JobStatusView FromProto(const v1::JobStatus& in) {
+  JobStatusView v;
+  static constexpr std::string_view kStates[] = {"rendezvous", "running", "succeeded", "stopped"};
+  for (size_t i = 0; i < std::size(kStates); ++i) {
+    if (in.state() == kStates[i]) v.state = static_cast<JobState>(i);
+  }
+  v.epoch = in.epoch();
+  v.num_nodes = in.num_nodes();
+  v.history = in.history();
+  for (const auto& r : in.ranks()) v.ranks.push_back(FromProto(r));
+  if (in.hang_timeout_ms() > 0) v.hang_timeout = std::chrono::milliseconds(in.hang_timeout_ms());
+  v.hang_timeout_learned = in.hang_timeout_learned();
+  v.nodes.assign(in.nodes().begin(), in.nodes().end());
+  return v;
 }
 
 }  // namespace distrun

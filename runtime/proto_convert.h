@@ -32,5 +32,13 @@ void ToProto(const FailedWorker& in, v1::FailedWorker* out);
 FailedWorker FromProto(const v1::FailedWorker& in);
 void ToProto(const JobEvent& in, v1::JobEvent* out);
 JobEvent FromProto(const v1::JobEvent& in);
+void ToProto(const NodeProgress& in, v1::NodeProgress* out);
+NodeProgress FromProto(const v1::NodeProgress& in);
+void ToProto(const RankProgress& in, v1::RankProgress* out);
+RankProgress FromProto(const v1::RankProgress& in);
+void ToProto(const StacksReply& in, v1::StacksReply* out);
+StacksReply FromProto(const v1::StacksReply& in);
+void ToProto(const JobStatusView& in, v1::JobStatus* out);
+JobStatusView FromProto(const v1::JobStatus& in);
 
 }  // namespace distrun

@@ -36,7 +36,8 @@ ElasticRange RangeOf(const ServiceConfig& config) {
 
 CoordinationService::CoordinationService(ServiceConfig config)
     : config_(Checked(config)),
-      membership_(config_.num_nodes, RangeOf(config_), config_.elastic && config_.agents_share_hosts) {
+      membership_(config_.num_nodes, RangeOf(config_), config_.elastic && config_.agents_share_hosts),
+      hang_watch_(config_.hang) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   nodes_.resize(static_cast<size_t>(config_.num_nodes));
   round_deadline_ = Now() + config_.initialization_timeout;
@@ -731,6 +732,7 @@ void CoordinationService::Tick() {
       }
     }
     if (now >= earliest_kv_deadline_) ExpireKvWaits(now, completions);
+    WatchProgress(now, completions);
     for (auto it = barriers_.begin(); it != barriers_.end();) {
       BarrierState& b = it->second;
       if (now < b.earliest_deadline) {
@@ -787,6 +789,7 @@ void CoordinationService::Shutdown() {
     Status unavailable{StatusCode::kUnavailable, "the coordination service is shutting down"};
     FailRendezvous(unavailable, completions);
     FailAllWaits(unavailable, completions);
+    while (!stack_requests_.empty()) FinishStackRequest(stack_requests_.begin()->first, completions);
   }
   Run(completions);
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/hang_watch.h"
 #include "runtime/membership.h"
 #include "runtime/types.h"
 
@@ -26,6 +27,14 @@ namespace distrun {
 using RuntimeClock = std::function<std::chrono::steady_clock::time_point()>;
 
 inline constexpr int kMaxWorkersPerNode = 1 << 16;
+
+// What node 0's distrun makes of a hung job's stacks: the text it prints, and the ranks whose stacks stand
+// apart from the majority's (the likely culprits), "rank 3 (host-b, pid 4242)".
+struct HangExplanation {
+  std::string text;
+  std::vector<int> odd_ranks;
+  std::string odd_summary;
+};
 
 struct ServiceConfig {
   int num_nodes = 1;  // the agents started, numbered by node rank for the job's life
@@ -54,9 +63,13 @@ struct ServiceConfig {
   size_t max_value_bytes = 1 << 20;
   size_t max_store_bytes = size_t{256} << 20;  // keys + values
   RuntimeClock clock;                          // unset: steady_clock
+  // The hang watch (runtime/hang_watch.h) and what it does on a hang: ask every node for its workers'
+  // stacks (bounded by stacks_timeout), let `explain` turn them into what node 0's distrun prints (unset:
+  // the one-line verdict only), then stop or restart the job with kHungExitCode.
+  HangWatchConfig hang;
+  std::chrono::milliseconds stacks_timeout{15'000};
+  std::function<HangExplanation(const std::string& verdict, const StacksReply& stacks)> explain;
 };
-
-enum class JobState { kRendezvous, kRunning, kSucceeded, kStopped };
 
 class CoordinationService {
  public:
@@ -112,6 +125,15 @@ class CoordinationService {
   // `count` 0: every worker of the current round, which must have finished rendezvous.
   void Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout,
                Done done);
+
+  // Progress and stacks (DESIGN §4.2, runtime/service_diagnosis.cc). A node's progress as of its arrival.
+  void ReportProgress(int node_rank, const NodeProgress& progress);
+  using StacksDone = std::function<void(const StacksReply&)>;
+  // Asks every attached agent for its workers' stacks; `done` runs once with what arrived when all answered
+  // or `timeout` passed (the reply's `missing` names the nodes that did not answer).
+  void CollectStacks(std::chrono::milliseconds timeout, StacksDone done);
+  void ReportStacks(int node_rank, const StacksReply& reply);
+  JobStatusView Overview() const;
 
   // Ends every wait whose deadline passed and declares nodes dead whose heartbeats stopped.
   void Tick();
@@ -192,6 +214,13 @@ class CoordinationService {
   bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
   JobEvent FencedEvent(int node_rank) const;
   static void Run(Completions& completions);
+  // service_diagnosis.cc: the hang and stall watch, and stack requests, on every Tick.
+  void WatchProgress(Clock::time_point now, Completions& completions);
+  uint64_t RequestStacks(std::chrono::milliseconds timeout, StacksDone done, Completions& completions);
+  void ExpireStackRequests(Clock::time_point now, Completions& completions);
+  void FinishStackRequest(uint64_t id, Completions& completions);
+  void Hung(const HangVerdict& verdict, const std::string& headline, int round, const StacksReply& stacks);
+  void SendToHost(const JobEvent& event);  // to node 0's agent: what its distrun prints
 
   ServiceConfig config_;
   mutable std::mutex mu_;
@@ -221,6 +250,19 @@ class CoordinationService {
   std::optional<int> exit_code_;
   std::optional<JobEvent> final_event_;
   std::optional<JobEvent> restart_event_;  // the latest restart, for streams that attach after it
+
+  struct StacksRequest {
+    std::set<int> waiting;  // nodes asked that have not answered
+    StacksReply reply;
+    Clock::time_point deadline;
+    StacksDone done;
+  };
+  HangWatch hang_watch_;
+  bool diagnosing_ = false;  // a hang was declared; its stacks are being collected
+  Clock::time_point next_watch_{};
+  bool stall_said_ = false;  // the current stall was reported
+  std::map<uint64_t, StacksRequest> stack_requests_;
+  uint64_t next_stacks_id_ = 1;
 
   std::map<std::string, std::string> store_;
   size_t store_bytes_ = 0;

@@ -127,6 +127,8 @@ void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
   // Nodes that had succeeded are watched again: their deadlines count from now on.
   earliest_heartbeat_deadline_ = Clock::time_point::min();
   assignments_.clear();
+  hang_watch_.Reset();  // new workers, new steps
+  stall_said_ = false;
   state_ = JobState::kRendezvous;
   round_deadline_ = Now() + config_.initialization_timeout;
   restart_event_ = event;

@@ -3,6 +3,9 @@
 // wire form of each is in runtime/distrun.proto; these carry no gRPC or protobuf types, so code using them
 // compiles without those headers.
 
+#include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,14 +90,49 @@ struct FailedWorker {
 // "rank 3 on node 1 (host-b): exited with code 7"
 std::string DescribeFailure(const FailedWorker& failure);
 
+// Progress (DESIGN §4.2): a rank that reported a step, as its node's distrun last read it.
+struct RankProgress {
+  int rank = 0;
+  int64_t step = 0;
+  int64_t advanced_ms_ago = 0;  // since the step last changed
+  int64_t reported_ms_ago = 0;  // since the last report
+  double steps_per_second = 0;  // over the last minute
+  int pid = 0;
+};
+struct NodeProgress {
+  std::vector<RankProgress> ranks;  // those that reported
+  int64_t slowest_interval_ms = 0;  // the slowest recent step interval once learned; 0 before
+  int64_t quiet_ms = 0;             // every worker without CPU time or output for this long; 0: not quiet
+  int workers = 0;                  // running now
+  int epoch = 0;                    // the round they run in
+};
+
+// One worker's stack as its node collected it (launcher/stack_collector.h).
+struct WorkerStack {
+  int rank = 0;
+  std::string host;
+  int pid = 0;
+  std::string gpu;
+  std::string mechanism;  // "python" or "native"
+  std::string text;       // the raw dump
+  std::string error;      // non-empty: no stack, and why
+};
+struct StacksReply {
+  uint64_t id = 0;
+  std::vector<WorkerStack> workers;
+  std::vector<std::string> missing;  // nodes that did not answer in time
+};
+
 struct JobEvent {
-  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined, kNotice };
+  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined, kNotice, kStacks, kDiagnosis };
   Kind kind = Kind::kHeartbeat;
   int exit_code = 0;          // kStop
   int restart_round = 0;      // kRestart: the round to join next
   bool node_lost = false;     // kRestart: a member was lost (elastic), not a worker failure
   bool node_arrived = false;  // kRestart: the world grows by nodes that arrived (elastic)
-  std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers
+  std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers;
+                              // kDiagnosis: what node 0's distrun prints (a hung or stalled job)
+  uint64_t stacks_id = 0;     // kStacks: collect every worker's stack and answer with this id
   bool coordinator_lost = false;  // kStop: the agent itself lost the coordinator (cut off, or node 0 gone)
   FailedWorker root_cause;
   Status join_status;         // kJoined: the answer to a join sent on the stream
@@ -105,6 +143,23 @@ struct CasResult {
   bool swapped = false;
   bool found = false;
   std::string current;  // the value before the call
+};
+
+enum class JobState { kRendezvous, kRunning, kSucceeded, kStopped };
+
+// A job the hang watch found hung ends with this code (or restarts, when --max-restarts allows).
+inline constexpr int kHungExitCode = 125;
+
+// The job as node 0 sees it, for `distrun status`.
+struct JobStatusView {
+  JobState state = JobState::kRendezvous;
+  int epoch = 0;
+  int num_nodes = 0;
+  std::string history;
+  std::vector<RankProgress> ranks;  // ages as of now
+  std::optional<std::chrono::milliseconds> hang_timeout;
+  bool hang_timeout_learned = false;
+  std::vector<std::string> nodes;  // "node 1 (host-b): 4 workers, quiet 12 s"
 };
 
 }  // namespace distrun

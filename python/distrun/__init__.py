@@ -30,7 +30,7 @@ __all__ = [
     "ResourceExhaustedError", "AbortedError", "UnavailableError", "UnauthenticatedError", "CancelledError",
     "get", "try_get", "add", "compare_and_set", "delete", "barrier", "library_path",
     "rank", "world_size", "local_rank", "local_world_size", "node_rank", "num_nodes", "restart_count",
-    "run_id", "epoch",
+    "run_id", "epoch", "progress",
 ]
 
 LIBRARY_ENV = "DISTRUN_CLIENT_LIBRARY"
@@ -183,6 +183,7 @@ def _declare(lib):
         "distrun_kv_list_free": (None, [c.POINTER(_Entry), size]),
         "distrun_barrier": (c.c_int, [handle, p, c.c_int, i64]),
         "distrun_free": (None, [c.c_void_p]),
+        "distrun_progress": (c.c_int, [i64]),
     }
     for name, (restype, argtypes) in signatures.items():
         f = getattr(lib, name)
@@ -483,6 +484,18 @@ def list(prefix="", *, text=False):
 def barrier(name, timeout=None, count=0):
     """Client.barrier on this worker's client."""
     _default().barrier(name, timeout, count)
+
+
+# ---- progress, for distrun's hang watch ----
+
+def progress(step):
+    """Tells distrun that this worker reached `step` (an int that grows as the job advances, e.g. the training
+    step). It writes this worker's slot of a board in shared memory: about a microsecond, no network. The
+    first report arms distrun's hang watch for this worker (distrun --hang-timeout): when the least advanced
+    rank reports no new step for that long, distrun shows every rank's stack and stops (or restarts) the job.
+
+    Returns True, or False outside a distrun job (so a script runs unchanged without distrun)."""
+    return _library().distrun_progress(int(step)) == 0
 
 
 # ---- this worker's identity, from the variables distrun sets ----

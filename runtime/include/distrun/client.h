@@ -73,6 +73,14 @@ int distrun_barrier(distrun_client* client, const char* name, int count, int64_t
 
 void distrun_free(void* buffer);
 
+/* Progress for distrun's hang watch: this worker reached `step` (any number that grows as the job advances,
+ * e.g. the training step). Needs no client and no network: it writes this worker's slot of a board distrun
+ * shares with its workers (DISTRUN_PROGRESS_FILE, DISTRUN_PROGRESS_SLOT), a few hundred nanoseconds; call it
+ * as often as you like. The first report arms the watch for this worker (distrun --hang-timeout). Returns
+ * DISTRUN_FAILED_PRECONDITION outside a distrun job, or when the board cannot be mapped; then every later
+ * call returns the same at once. Thread-safe. */
+int distrun_progress(int64_t step);
+
 #ifdef __cplusplus
 }
 #endif

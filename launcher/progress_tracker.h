@@ -1,0 +1,60 @@
+#pragma once
+// This node's side of the hang watch (DESIGN §4.2): turns what the workers wrote on the progress board
+// (runtime/progress_board.h) and what distrun sees of them (CPU time, output) into the node's progress,
+// which the agent sends on the liveness stream. Fed by the supervisor's loop; no I/O of its own, so the
+// rules (step intervals, rates, quiet time) are tested with made-up samples.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "runtime/progress_board.h"
+#include "runtime/types.h"
+
+namespace distrun {
+
+class ProgressTracker {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Intervals a rank must show before the node reports a learned slowest interval, and how many are kept.
+  static constexpr size_t kIntervalsToLearn = 3;
+  static constexpr size_t kIntervalsKept = 20;
+  static constexpr std::chrono::seconds kRateWindow{60};
+  // Quiet for less than this is not reported (a worker between two lines of output).
+  static constexpr std::chrono::seconds kQuietMinimum{10};
+
+  explicit ProgressTracker(size_t slots) : slots_(slots) {}
+
+  void Started(size_t slot, int rank, pid_t pid, Clock::time_point now);
+  void Exited(size_t slot);
+  // The slot's board sample; `report_time` is its time_ns on steady_clock.
+  void Sample(size_t slot, const ProgressSample& sample, Clock::time_point now);
+  // The worker's CPU ticks (its process group's), read every few seconds.
+  void Cpu(size_t slot, uint64_t ticks, Clock::time_point now);
+  void Output(size_t slot, Clock::time_point now);
+
+  NodeProgress Progress(int epoch, Clock::time_point now) const;
+
+ private:
+  struct Slot {
+    bool running = false;
+    int rank = 0;
+    pid_t pid = 0;
+    uint64_t reports = 0;
+    int64_t step = 0;
+    int changes = 0;                               // of the step, after the first report
+    std::optional<Clock::time_point> advanced_at;  // the step last changed (the report's own time)
+    Clock::time_point reported_at;
+    std::deque<int64_t> intervals_ms;                           // per step, the most recent last
+    std::deque<std::pair<Clock::time_point, int64_t>> history;  // (time, step) over the rate window
+    std::optional<uint64_t> cpu_ticks;
+    Clock::time_point active_at;  // CPU time or output last moved
+  };
+  std::vector<Slot> slots_;
+};
+
+}  // namespace distrun
