@@ -11,6 +11,7 @@
 //                         [--srun-nodes N [--lab DIR]]
 //   distrun-bench srun [--distrun PATH] [--nodes N] [--runs N] [--lab DIR]      (on the Slurm lab)
 //   distrun-bench elastic [--agents N[,N...]] [--trials K] [--threads T] [--heartbeat-timeout-ms MS]
+//   distrun-bench stack-merge [--stacks N[,N...]] [--frames F] [--threads T]
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -33,12 +34,14 @@ int FailureBench(const Flags& flags);
 int FailureWorkerMain(const Flags& flags);
 int SrunBench(const Flags& flags);
 int ElasticBench(const Flags& flags);
+int StackMergeBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
-    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic [--flag value ...]\n"
+    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge "
+    "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
 int Dispatch(const std::string& which, int argc, char** argv) {
@@ -68,6 +71,9 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   if (which == "elastic") {
     return distrun::bench::ElasticBench(
         Flags(argc, argv, 2, {"agents", "trials", "threads", "heartbeat-timeout-ms"}));
+  }
+  if (which == "stack-merge") {
+    return distrun::bench::StackMergeBench(Flags(argc, argv, 2, {"stacks", "frames", "threads"}));
   }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {
