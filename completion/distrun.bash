@@ -1,4 +1,5 @@
-# bash completion for distrun(1): options and their values, the verbs (kv, barrier, check) and, after --
+# bash completion for distrun(1): options and their values, the verbs (kv, barrier, progress, stacks,
+# status, check) and, after --
 # or the first word that is not an option, the worker command.
 # Installed as share/bash-completion/completions/distrun; it also works when sourced on its own.
 
@@ -11,8 +12,9 @@ _distrun_value_options="--config --cluster-detection-method --coordinator-addres
   --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --scale-up
   --scale-up-notice --change-signal --join --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
-  --heartbeat-timeout --initialization-timeout --coordinator-bind-address --cpu-bind"
-_distrun_verbs="kv barrier check"
+  --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
+  --cpu-bind"
+_distrun_verbs="kv barrier progress stacks status check"
 _distrun_kv_verbs="set get try-get wait add cas del ls"
 # distrun check [DISTRUN-OPTIONS] [-- CHECK-OPTIONS]: the options of its NCCL worker, after --.
 _distrun_check_options="--min-bytes --max-bytes --factor --warmup --iters --min-busbw"
@@ -33,6 +35,8 @@ _distrun_values() {
         --scale-up) words="never next-restart now" ;;
         --change-signal) words="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
         --log-level) words="trace debug info warn error off" ;;
+        --hang-timeout) words="auto off" ;;
+        --stall-warning) words="off" ;;
         --export) list="torch jax keras distrun" ;;
         --forward-signals) list="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
         --config | --token-file)
@@ -71,7 +75,8 @@ _distrun_command() {
     fi
 }
 
-# distrun kv VERB KEY..., distrun barrier NAME [--timeout S]: the kv verbs and --timeout.
+# distrun kv VERB KEY..., distrun barrier NAME [--timeout S], distrun stacks [--timeout S] [--full]
+# [--output FILE]: the kv verbs and the verbs' options.
 _distrun_verb() {
     local verb=$1 cur=$2 i sub=""
     if [[ $verb == kv ]]; then
@@ -89,6 +94,12 @@ _distrun_verb() {
     fi
     if [[ $cur == -* && ($verb == barrier || $sub == get || $sub == wait) ]]; then
         mapfile -t COMPREPLY < <(compgen -W "--timeout" -- "$cur")
+    elif [[ $cur == -* && $verb == stacks ]]; then
+        [[ ${COMP_WORDS[COMP_CWORD - 1]} == --output ]] && return
+        mapfile -t COMPREPLY < <(compgen -W "--timeout --full --output" -- "$cur")
+    elif [[ $verb == stacks && ${COMP_WORDS[COMP_CWORD - 1]} == --output ]]; then
+        compopt -o filenames 2>/dev/null
+        mapfile -t COMPREPLY < <(compgen -f -- "$cur")
     fi
 }
 

@@ -16,10 +16,14 @@ constexpr const char* kUsage =
     "  distrun --dry-run [OPTIONS] -- COMMAND      print the plan for COMMAND and exit\n"
     "  distrun kv VERB ARGS...                     the job's key-value store, from a worker (get, set...)\n"
     "  distrun barrier NAME [--timeout S]          wait until every worker of the job reaches barrier NAME\n"
+    "  distrun progress STEP                       tell the hang watch this worker reached STEP\n"
+    "  distrun stacks [--full]                     every worker's stack, merged into one picture\n"
+    "  distrun status                              the job's epoch, nodes and each rank's progress\n"
     "  distrun check [OPTIONS] [-- CHECK-OPTIONS]  NCCL all-reduce bandwidth over the GPUs\n\n"
     "Every option can also be set as an environment variable DISTRUN_<NAME> (dashes become underscores)\n"
     "or as a key <name> (underscores) in the config file; a flag wins over the variable, the variable over\n"
-    "the file. Exit codes: 0 success, 2 usage or configuration error, else the failing worker's code.";
+    "the file. Exit codes: 0 success, 2 usage or configuration error, 125 hung (--hang-timeout), else the\n"
+    "failing worker's code.";
 
 // The usage lines are part of the description above; CLI11's own one-line "Usage:" would be a second.
 class Formatter : public CLI::Formatter {

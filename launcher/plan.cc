@@ -1,5 +1,7 @@
 #include "launcher/plan.h"
 
+#include <cctype>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -147,6 +149,15 @@ int PickFreePort() {
   }
   ::close(fd);
   return port;
+}
+
+std::string FlightRecorderPrefix(const Options& o, const Environment& env, const std::string& run_id) {
+  if (o.log_dir) return *o.log_dir + "/flight-recorder-rank-";
+  std::string safe = run_id;
+  for (char& c : safe) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  }
+  return env.GetOr("TMPDIR", "/tmp") + "/distrun-" + safe + "-flight-recorder-rank-";
 }
 
 LocalLayout ComputeLocalLayout(const Topology& t, const Options& o, const Environment& env) {
@@ -318,6 +329,16 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
       set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
       if (!env.Has("TORCH_NCCL_ASYNC_ERROR_HANDLING")) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+      // PyTorch's Flight Recorder: a ring buffer of each rank's recent collectives, dumped when NCCL's
+      // watchdog times out (or on a write to the rank's pipe), next to distrun's logs. Releases without it
+      // ignore the variables; what the user set stays.
+      if (!env.Has("TORCH_NCCL_TRACE_BUFFER_SIZE") && !env.Has("TORCH_FR_BUFFER_SIZE")) {
+        set("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
+      }
+      if (!env.Has("TORCH_NCCL_DUMP_ON_TIMEOUT")) set("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+      const std::string fr = FlightRecorderPrefix(o, env, a.run_id);
+      if (!env.Has("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr);
+      if (!env.Has("TORCH_FR_DUMP_TEMP_FILE")) set("TORCH_FR_DUMP_TEMP_FILE", fr);
       if (!env.Has("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", "1");
     }
     if (o.export_jax) {

@@ -41,6 +41,11 @@ struct LocalLayout {
 
 LocalLayout ComputeLocalLayout(const Topology& topology, const Options& options, const Environment& env);
 
+// Where PyTorch's Flight Recorder dumps go (TORCH_FR_DUMP_TEMP_FILE, TORCH_NCCL_DEBUG_INFO_TEMP_FILE: the
+// prefix of one file per rank): DIR/flight-recorder-rank- with --log-dir, else
+// TMPDIR/distrun-RUN_ID-flight-recorder-rank-. Files appear only when torch dumps.
+std::string FlightRecorderPrefix(const Options& options, const Environment& env, const std::string& run_id);
+
 // What rendezvous settles for the whole job; --detect shows what this node would choose alone.
 struct JobAssignment {
   int rank_offset = 0;    // global rank of this node's first worker

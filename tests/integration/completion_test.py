@@ -132,7 +132,7 @@ class Completion(unittest.TestCase):
         self.assertEqual(complete("distrun", "--log-dir", "/et"), ["/etc"])
 
     def test_verbs(self):
-        self.assertEqual(set(complete("distrun", "")), {"kv", "barrier", "check"})
+        self.assertEqual(set(complete("distrun", "")), {"kv", "barrier", "progress", "stacks", "status", "check"})
         operations = kv_operations()
         self.assertGreaterEqual(len(operations), 8)
         self.assertEqual(set(complete("distrun", "kv", "")), set(operations))
@@ -140,6 +140,8 @@ class Completion(unittest.TestCase):
         self.assertEqual(complete("distrun", "kv", "get", "ckpt/step", "--t"), ["--timeout"])
         self.assertEqual(complete("distrun", "kv", "wait", "a", "b", "--"), ["--timeout"])
         self.assertEqual(complete("distrun", "barrier", "epoch-1", "--"), ["--timeout"])
+        self.assertEqual(set(complete("distrun", "stacks", "--")), {"--timeout", "--full", "--output"})
+        self.assertEqual(complete("distrun", "progress", "--"), [])
         self.assertEqual(complete("distrun", "kv", "set", "k", "--"), [])
         # check takes distrun's options, then its worker's after --.
         self.assertEqual(complete("distrun", "check", "--npr"), ["--nproc-per-node"])
