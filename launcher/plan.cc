@@ -1,13 +1,12 @@
 #include "launcher/plan.h"
 
-#include <cctype>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <random>
 #include <tuple>
 

@@ -93,12 +93,6 @@ class HangAcrossHosts(JobRuntimeCase):
                                 "--grace-period", "3", "--", *python_command(), self.script, mode, str(victim),
                                 self.dir, str(steps)], env=env)
 
-    def tearDown(self):
-        if os.environ.get("HANG_TEST_KEEP"):
-            import shutil
-            shutil.copytree(self.dir, os.path.join(os.environ["HANG_TEST_KEEP"], self._testMethodName))
-        super().tearDown()
-
     def text(self, name):
         return self.read(name) if os.path.exists(self.path(name)) else ""
 
