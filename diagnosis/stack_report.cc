@@ -20,9 +20,10 @@ std::string Frames(size_t n) { return std::to_string(n) + (n == 1 ? " frame" : "
 
 std::string Known(const std::string& s) { return s.empty() ? "?" : s; }
 
+// A worker without a GPU (CPU jobs) has no "gpu" to name.
 std::string Where(const RankStack& r) {
-  return "host " + Known(r.host) + ", pid " + (r.pid > 0 ? std::to_string(r.pid) : "?") + ", gpu " +
-         Known(r.gpu);
+  return "host " + Known(r.host) + ", pid " + (r.pid > 0 ? std::to_string(r.pid) : "?") +
+         (r.gpu.empty() ? "" : ", gpu " + r.gpu);
 }
 
 class TreePrinter {

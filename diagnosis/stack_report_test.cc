@@ -133,9 +133,10 @@ TEST(StackReport, FullDumpListsEachRankInnermostFirst) {
   std::vector<RankStack> ranks = {Rank(1, {Path(0, "x", 2)}), Rank(0, {Path(0, "y", 1)})};
   ranks[1].host.clear();
   ranks[1].pid = 0;
+  ranks[1].gpu.clear();  // a CPU worker: no GPU named
   ranks[1].mechanism = "native";
   EXPECT_EQ(RenderFullDump(ranks),
-            "== rank 0 (host ?, pid ?, gpu 0, native) ==\n"
+            "== rank 0 (host ?, pid ?, native) ==\n"
             "thread t0 (current):\n"
             "  #0 y0 (b.py:0)\n"
             "\n"

@@ -39,6 +39,8 @@ class ErrorFiles {
   ErrorFiles& operator=(const ErrorFiles&) = delete;
 
   bool enabled() const { return !dir_.empty(); }
+  // The private directory distrun made (and removes at the end); empty with --log-dir.
+  std::filesystem::path private_directory() const { return owned_ ? dir_ : std::filesystem::path(); }
   const std::string& problem() const { return problem_; }
 
   // Where rank `rank` writes; empty when disabled.

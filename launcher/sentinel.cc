@@ -28,6 +28,7 @@ constexpr char kFingerprint = 'F';
 constexpr char kQuit = 'Q';
 constexpr char kWatch = 'W';  // + uint32 milliseconds (0: stop watching)
 constexpr char kPulse = 'P';
+constexpr char kScratch = 'D';  // + uint32 size + a directory of distrun's own, removed after a sweep
 
 // Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; 0 when unknown.
 unsigned long long StartTime(const std::string& pid) {
@@ -141,7 +142,16 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
     }
     const pid_t distrun = ::getppid();
     std::vector<std::vector<std::string>> fingerprints;
+    std::vector<std::string> scratch;
     uint32_t watch_ms = 0;
+    // After the sweep: distrun's private directories (progress board, stack dumps, torch's error files),
+    // which a distrun killed with SIGKILL cannot remove itself.
+    auto clean = [&] {
+      for (const std::string& dir : scratch) {
+        std::error_code ignored;
+        std::filesystem::remove_all(dir, ignored);
+      }
+    };
     while (true) {
       if (watch_ms > 0) {
         pollfd p{fd, POLLIN, 0};
@@ -152,6 +162,7 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
           // Its workers go, and distrun too, so that neither GPUs nor the Slurm step are held.
           Sweep(fingerprints, since);
           ::kill(distrun, SIGKILL);
+          clean();
           ::_exit(0);
         }
       }
@@ -164,9 +175,13 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
         continue;
       }
       uint32_t size = 0;
-      if (type != kFingerprint || !ReadExact(fd, &size, sizeof(size))) break;
+      if ((type != kFingerprint && type != kScratch) || !ReadExact(fd, &size, sizeof(size))) break;
       std::string payload(size, '\0');
       if (!ReadExact(fd, payload.data(), size)) break;
+      if (type == kScratch) {
+        if (!payload.empty()) scratch.push_back(std::move(payload));
+        continue;
+      }
       std::vector<std::string> entries;
       for (size_t start = 0; start < payload.size();) {
         size_t end = payload.find('\0', start);
@@ -177,6 +192,7 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
       if (!entries.empty()) fingerprints.push_back(std::move(entries));
     }
     Sweep(fingerprints, since);
+    clean();
   } catch (...) {
   }
   ::_exit(0);
@@ -277,6 +293,15 @@ void Sentinel::AddFingerprints(const std::vector<std::vector<std::string>>& fing
     message += payload;
   }
   if (!message.empty() && !SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
+}
+
+void Sentinel::AddScratch(const std::string& dir) {
+  if (!to_sentinel_ || dir.empty()) return;
+  uint32_t size = static_cast<uint32_t>(dir.size());
+  std::string message(1, kScratch);
+  message.append(reinterpret_cast<const char*>(&size), sizeof(size));
+  message += dir;
+  if (!SendAll(to_sentinel_.get(), message)) to_sentinel_.Reset();
 }
 
 void Sentinel::Watch(std::chrono::milliseconds timeout) {

@@ -39,6 +39,9 @@ class Sentinel {
   // Processes whose environment holds every one of the NAME=value entries of one fingerprint belong to the
   // job.
   void AddFingerprints(const std::vector<std::vector<std::string>>& fingerprints);
+  // A directory of distrun's own that the sentinel removes after it swept the job (distrun died without
+  // dismissing it, so cannot remove it itself).
+  void AddScratch(const std::string& dir);
   // From now on distrun pulses at least every `timeout` (0: stop watching). A sentinel that hears no pulse
   // for that long takes distrun for frozen: it kills the job's processes and distrun itself (a frozen node
   // of an elastic job fences itself; node 0 has gone on without it).

@@ -119,6 +119,30 @@ TEST_P(Sentinels, SentinelSweepsWhenDistrunGoesAwayWithoutDismissing) {
   EXPECT_TRUE(EndsWithin(unrelated, std::chrono::seconds(5)));
 }
 
+TEST_P(Sentinels, SentinelRemovesDistrunsScratchDirectoriesAfterASweepOnly) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::temp_directory_path() / ("sentinel-scratch-" + std::to_string(::getpid()));
+  fs::create_directories(base / "swept" / "stacks");
+  fs::create_directories(base / "dismissed");
+  pid_t sentinel = -1;
+  {
+    Sentinel s = Sentinel::Start(GetParam());
+    sentinel = s.pid();
+    s.AddScratch((base / "swept").string());
+  }  // distrun's death, as the sentinel sees it
+  // The sentinel is no child of this test once the Sentinel object is gone: wait for the directory.
+  for (int i = 0; i < 250 && fs::exists(base / "swept"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(fs::exists(base / "swept")) << "sentinel " << sentinel;
+  {
+    Sentinel s = Sentinel::Start(GetParam());
+    s.AddScratch((base / "dismissed").string());
+    s.Dismiss();  // distrun removes its own directories when it ends normally
+  }
+  EXPECT_TRUE(fs::exists(base / "dismissed"));
+  fs::remove_all(base);
+}
+
 TEST_P(Sentinels, KeepsNoDescriptorButItsSocketAndIsInItsOwnGroup) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);  // inherited by anything that does not close it: no close-on-exec

@@ -282,6 +282,8 @@ int Supervisor::Run() {
       WatchFd(worker_watch_->stacks_fd(), POLLIN, [this](short) { AnswerStacks(); });
     }
     AwaitSentinel();
+    sentinel_.AddScratch(worker_watch_->directory().string());
+    if (error_files_) sentinel_.AddScratch(error_files_->private_directory().string());
     while (true) {
       if (!unhealthy.empty()) {
         LeaveJob(unhealthy);

@@ -43,6 +43,8 @@ class WorkerWatch {
   WorkerWatch& operator=(const WorkerWatch&) = delete;
 
   const std::string& problem() const { return problem_; }
+  // The private directory (empty when it could not be made).
+  const std::filesystem::path& directory() const { return dir_; }
 
   // The variables worker `slot` gets: its progress slot, and the stack hooks (PYTHONPATH is extended).
   void AddVariables(size_t slot, Variables& vars) const;
