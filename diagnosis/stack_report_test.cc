@@ -5,22 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "diagnosis/stack_test_ranks.h"
+
 namespace distrun {
 namespace {
 
-using Frames = std::vector<std::string>;
-
-RankStack Rank(int rank, std::vector<Frames> threads) {
-  RankStack r;
-  r.rank = rank;
-  r.host = "node" + std::to_string(rank / 2);
-  r.pid = 100 + rank;
-  r.gpu = std::to_string(rank % 2);
-  r.mechanism = "python";
-  for (size_t i = 0; i < threads.size(); ++i)
-    r.threads.push_back({"t" + std::to_string(i), i == 0, threads[i]});
-  return r;
-}
+using testing::Frames;
+using testing::Rank;
 
 const Frames kMain = {
     "<module> (/w/train.py:41)", "step (/w/train.py:30)",

@@ -80,14 +80,15 @@ void CoordinationService::ExpireStackRequests(Clock::time_point now, Completions
   std::set<int> attached;
   for (const auto& [stream, node] : streams_) attached.insert(node);
   std::vector<uint64_t> finished;
-  for (auto& [id, request] : stack_requests_) {
+  for (auto& entry : stack_requests_) {
+    StacksRequest& request = entry.second;
     // A node whose stream ended will not answer: no need to wait for the deadline.
     std::erase_if(request.waiting, [&](int node) {
       if (attached.count(node)) return false;
       request.reply.missing.push_back(NodeName(node) + ": its stream ended");
       return true;
     });
-    if (request.waiting.empty() || now >= request.deadline) finished.push_back(id);
+    if (request.waiting.empty() || now >= request.deadline) finished.push_back(entry.first);
   }
   for (uint64_t id : finished) FinishStackRequest(id, completions);
 }
