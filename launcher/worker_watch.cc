@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,11 @@ namespace distrun {
 namespace {
 
 namespace fs = std::filesystem;
+
+// A node's answer travels as one frame of the agent channel (4 MiB at most): every dump gets a share of
+// this, cut at its end (faulthandler and gdb print the innermost frames first).
+constexpr size_t kStacksReplyBytes = size_t{2} << 20;
+constexpr size_t kStackBytes = size_t{256} << 10;
 
 // CPU time only matters to the stall warning, whose times are minutes: a look every few seconds is plenty,
 // and a look reads every process's stat file.
@@ -154,6 +160,7 @@ void WorkerWatch::CollectStacks(uint64_t id) {
     std::vector<CollectedStack> stacks;
     if (collector_) stacks = collector_->Collect(targets);
     StacksReply reply;
+    const size_t share = std::min(kStackBytes, kStacksReplyBytes / std::max<size_t>(1, who.size()));
     for (size_t i = 0; i < who.size(); ++i) {
       WorkerStack s;
       s.rank = who[i].rank;
@@ -165,6 +172,7 @@ void WorkerWatch::CollectStacks(uint64_t id) {
         s.mechanism = stacks[i].mechanism;
         s.text = std::move(stacks[i].text);
         s.error = std::move(stacks[i].error);
+        if (s.text.size() > share) s.text.resize(share);
       } else {
         s.error = problem_.empty() ? "no stack collected" : problem_;
       }

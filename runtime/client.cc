@@ -83,8 +83,6 @@ int Guard(distrun_client* c, F&& body) {
 
 }  // namespace
 
-extern "C" {
-
 namespace {
 
 // Puts `message` into the caller's error buffer, cut to fit; returns no client.
@@ -116,6 +114,9 @@ std::optional<int> NumberVariable(const char* name) {
 }
 
 }  // namespace
+
+// Helpers above have C++ linkage: they return C++ types, which C linkage cannot.
+extern "C" {
 
 distrun_client* distrun_client_open(const char* coordinator_address, const char* token, int process_id,
                                     int64_t call_timeout_ms, char* error, size_t error_len) {

@@ -303,11 +303,24 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                                    v1::StacksReply* resp) override {
     auto* reactor = ctx->DefaultReactor();
     if (!Authorized(ctx, "Stacks", reactor)) return reactor;
-    service_.CollectStacks(Millis(req->timeout_ms()), [reactor, resp](const StacksReply& reply) {
+    service_.CollectStacks(Millis(req->timeout_ms()), [this, reactor, resp](const StacksReply& reply) {
       ToProto(reply, resp);
+      FitStacks(resp);
       reactor->Finish(grpc::Status::OK);
     });
     return reactor;
+  }
+
+  // Thousands of ranks' dumps may outgrow one message: each gets an equal share, cut at its end (its
+  // innermost frames, which faulthandler and gdb print first, are kept).
+  void FitStacks(v1::StacksReply* reply) const {
+    const size_t limit = config_.max_message_bytes - std::min(config_.max_message_bytes / 8, size_t{1} << 16);
+    if (reply->ByteSizeLong() <= limit || reply->workers_size() == 0) return;
+    const size_t share = limit / static_cast<size_t>(reply->workers_size()) / 2;
+    for (v1::WorkerStack& w : *reply->mutable_workers()) {
+      if (w.text().size() > share) w.mutable_text()->resize(share);
+      if (w.error().size() > share) w.mutable_error()->resize(share);
+    }
   }
 
   grpc::ServerUnaryReactor* Describe(grpc::CallbackServerContext* ctx, const v1::StatusRequest*,

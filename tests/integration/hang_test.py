@@ -1,0 +1,495 @@
+"""The hang watch with real workers: progress reports (distrun.progress, distrun progress, distrun_progress),
+a rank that stops moving makes the job hung after --hang-timeout, the stacks of every worker are merged into
+one picture that sets the odd rank apart, the job stops with exit code 125 (or restarts), and nothing is left
+running; ranks that never report are not watched; distrun stacks and distrun status on a running job; the
+stall warning for jobs without reports. Every test's processes carry a unique marker (launch_helpers)."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from distrun_harness import DISTRUN, run  # noqa: E402
+from launch_helpers import PYTHON, LaunchCase, processes_with, wait_for  # noqa: E402
+from python_workers import BUILD, LIBRARY, ROOT, cache_value, module_env, python_command  # noqa: E402
+
+HANG_EXIT = 125
+
+
+def torch_available():
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+    return subprocess.run([PYTHON, "-c", probe], capture_output=True).returncode == 0
+
+
+# Four gloo workers that report each step; at step 5 rank 3 stops before the all_reduce the others wait in:
+# asleep in a function with a distinctive name (HANG=sleep) or stopped by SIGSTOP (HANG=stop).
+TORCH_HANG = """\
+import os, signal, sys, time
+import torch, torch.distributed as dist
+import distrun
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+t = torch.ones(4)
+for step in range(1000):
+    distrun.progress(step)
+    if rank == 3 and step == 5:
+        print("rank 3 stops at %.3f pid %d" % (time.time(), os.getpid()), flush=True)
+        if os.environ["HANG"] == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        def stuck_before_all_reduce():
+            time.sleep(3600)
+        stuck_before_all_reduce()
+    dist.all_reduce(t)
+    time.sleep(0.05)
+"""
+
+# Four healthy gloo workers; at step 10 rank 0 asks for the job's stacks and status from inside (its results
+# go to files in OUT) and the job goes on to its end.
+TORCH_HEALTHY = """\
+import os, subprocess, sys, time
+import torch, torch.distributed as dist
+import distrun
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+out = os.environ["OUT"]
+t = torch.ones(4, dtype=torch.float64)
+
+def ask(name, *args):
+    r = subprocess.run([os.environ["DISTRUN"], *args], capture_output=True, text=True, timeout=60)
+    with open(os.path.join(out, name), "w") as f:
+        f.write("rc %d\\n%s\\n--- stderr\\n%s" % (r.returncode, r.stdout, r.stderr))
+
+for step in range(20):
+    distrun.progress(step)
+    if rank == 0 and step == 10:
+        ask("stacks", "stacks", "--output", os.path.join(out, "stacks-full.txt"))
+        ask("stacks-full", "stacks", "--full")
+        ask("status", "status")
+    dist.all_reduce(t)
+    time.sleep(0.05)
+print("done rank %d sum %d" % (rank, int(t[0].item())), flush=True)
+"""
+
+# A native worker: a thread holds the mutex forever, and after steps 0..3 the main thread waits for it in
+# stuck_on_the_mutex. Reports through the C API.
+C_DEADLOCK = r"""
+#include <distrun/client.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t held;
+
+static void* hold_the_mutex(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  pthread_barrier_wait(&held);
+  for (;;) pause();
+  return NULL;
+}
+
+__attribute__((noinline)) static void stuck_on_the_mutex(void) {
+  pthread_mutex_lock(&lock);
+}
+
+int main(void) {
+  pthread_t holder;
+  pthread_barrier_init(&held, NULL, 2);
+  pthread_create(&holder, NULL, hold_the_mutex, NULL);
+  pthread_barrier_wait(&held);
+  for (int step = 0; step <= 3; ++step) {
+    if (distrun_progress(step) != 0) {
+      fprintf(stderr, "distrun_progress(%d) failed\n", step);
+      return 1;
+    }
+    usleep(100000);
+  }
+  printf("deadlocking after step 3\n");
+  fflush(stdout);
+  stuck_on_the_mutex();
+  return 0;
+}
+"""
+
+
+def branches(stderr):
+    """The merged picture's top-level branches: {"0-2": "text of that branch", ...}, from the lines between
+    `stacks of N ranks` and `odd ranks`."""
+    lines = stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("stacks of "))
+    found, current = {}, None
+    for line in lines[start + 1:]:
+        if line.startswith("odd ranks"):
+            break
+        m = re.match(r"^[|`]- \[\d+\] ranks ([\d,-]+)\s", line)
+        if m:
+            current = m.group(1)
+            found[current] = line
+        elif current is not None:
+            found[current] += "\n" + line
+    return found
+
+
+def every_stack_file(stderr):
+    m = re.search(r"^every stack: (\S+)$", stderr, re.M)
+    if not m:
+        raise AssertionError("no 'every stack:' line:\n" + stderr)
+    return m.group(1)
+
+
+class HangCase(LaunchCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.isfile(LIBRARY):
+            raise unittest.SkipTest(f"no client library at {LIBRARY}")
+        cls.python = python_command()
+
+    def job_env(self, **extra):
+        """The marker, the module, and TMPDIR in this test's directory (where stack files go by default)."""
+        return self.env(**module_env(TMPDIR=self.dir, DISTRUN=DISTRUN, OUT=self.dir, **extra))
+
+    def write(self, name, text):
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def assert_hung_and_stopped(self, r, rank, timeout):
+        """Exit 125, a headline that says how long and which --hang-timeout, and a last line that names
+        `rank` (a pattern: 0|1 where any may be named) as the reason the job stopped."""
+        self.assertEqual(r.returncode, HANG_EXIT, r.stdout + r.stderr)
+        m = re.search(r"^distrun: error: hung: no progress for ([\d.]+)s \(--hang-timeout %ds\); " % timeout,
+                      r.stderr, re.M)
+        self.assertIsNotNone(m, r.stderr)
+        self.assertGreaterEqual(float(m.group(1)), timeout, r.stderr)
+        last = r.stderr.rstrip("\n").splitlines()[-1]
+        self.assertRegex(last, rf"^distrun: error: the job stopped: rank ({rank}) on node 0 ")
+        self.assertIn("hung: no progress for", last)
+        return last
+
+
+class TorchHang(HangCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if not torch_available():
+            raise unittest.SkipTest(f"{PYTHON} has no torch")
+
+    def run_hang(self, how, timeout, *extra):
+        script = self.write("train.py", TORCH_HANG)
+        r = run(["--nproc-per-node", "4", "--hang-timeout", str(timeout), *extra, "--", *self.python, script],
+                env=self.job_env(HANG=how), timeout=120)
+        ended = time.time()
+        m = re.search(r"rank 3 stops at ([\d.]+) pid (\d+)", r.stdout)
+        self.assertIsNotNone(m, r.stdout + r.stderr)
+        stopped, pid = float(m.group(1)), int(m.group(2))
+        # Every rank reported step 5 just before rank 3 printed that line: the job is hung `timeout` later,
+        # collecting the stacks and stopping the workers take a few seconds at most.
+        self.assertGreaterEqual(ended - stopped, timeout - 0.1, r.stderr)
+        self.assertLess(ended - stopped, timeout + 5, r.stderr)
+        return r, pid
+
+    def test_a_rank_asleep_before_all_reduce_is_set_apart_and_the_job_stops(self):
+        logs = self.path("logs")
+        r, pid = self.run_hang("sleep", 4, "--log-dir", logs)
+        last = self.assert_hung_and_stopped(r, 3, 4)
+        self.assertIn("every rank reported step 5 last", r.stderr)
+        self.assertIn("stacks of 4 ranks (4 with a stack)", r.stderr)
+        tree = branches(r.stderr)
+        self.assertEqual(sorted(tree), ["0-2", "3"], r.stderr)
+        self.assertTrue(tree["0-2"].startswith("|- [3] ranks 0-2"), r.stderr)
+        self.assertIn("all_reduce", tree["0-2"])
+        self.assertNotIn("stuck_before_all_reduce", tree["0-2"])
+        self.assertTrue(tree["3"].startswith("`- [1] ranks 3"), r.stderr)
+        self.assertIn("stuck_before_all_reduce (", tree["3"])
+        odd = r.stderr[r.stderr.index("odd ranks (the majority is [3] ranks 0-2):"):]
+        self.assertRegex(odd, rf"rank 3 \(host [^,]+, pid {pid}, [^)]*\): stuck_before_all_reduce")
+        self.assertIn(f"the stacks set apart rank 3 (", last)
+        self.assertIn(f"pid {pid})", last)
+        # The whole dump goes to --log-dir, with a section for every rank.
+        path = every_stack_file(r.stderr)
+        self.assertEqual(os.path.dirname(path), logs)
+        self.assertRegex(os.path.basename(path), r"^stacks-[\d-]+\.txt$")
+        with open(path) as f:
+            dump = f.read()
+        for rank in range(4):
+            self.assertRegex(dump, rf"(?m)^== rank {rank} \(host .*, python\) ==$")
+        rank3 = dump[dump.index("== rank 3 "):]
+        self.assertIn("stuck_before_all_reduce", rank3[:rank3.find("\n\n")])
+        self.no_process_left()
+
+    def test_a_stopped_rank_is_named_as_stopped_and_killed_by_the_teardown(self):
+        r, pid = self.run_hang("stop", 3)
+        last = self.assert_hung_and_stopped(r, 3, 3)
+        self.assertIn("stacks of 4 ranks (3 with a stack)", r.stderr)
+        tree = branches(r.stderr)
+        self.assertEqual(sorted(tree), ["0-2", "3"], r.stderr)
+        self.assertIn("all_reduce", tree["0-2"])
+        self.assertIn(f"<no stack: pid {pid} is stopped (state T)", tree["3"])
+        self.assertIn("SIGSTOP", tree["3"])
+        self.assertIn(f"pid {pid})", last)
+        # The default TMPDIR holds the dump without --log-dir.
+        self.assertEqual(os.path.dirname(every_stack_file(r.stderr)), self.dir)
+        self.no_process_left()
+
+    def test_stacks_and_status_from_inside_a_healthy_job_leave_it_unharmed(self):
+        script = self.write("healthy.py", TORCH_HEALTHY)
+        r = run(["--nproc-per-node", "4", "--hang-timeout", "4", "--", *self.python, script],
+                env=self.job_env(), timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("hung", r.stderr)
+        # 20 all_reduce sums of ones over 4 ranks: 4**20 everywhere.
+        done = sorted(line.split("] ", 1)[1] for line in r.stdout.splitlines() if "done rank" in line)
+        self.assertEqual(done, [f"done rank {i} sum {4 ** 20}" for i in range(4)], r.stdout + r.stderr)
+
+        with open(self.path("stacks")) as f:
+            stacks = f.read()
+        self.assertTrue(stacks.startswith("rc 0\n"), stacks)
+        self.assertIn("stacks of 4 ranks (4 with a stack)", stacks)
+        self.assertIn("all_reduce", stacks)  # ranks 1-3 wait for rank 0 there
+        with open(self.path("stacks-full.txt")) as f:
+            dump = f.read()
+        for rank in range(4):
+            self.assertRegex(dump, rf"(?m)^== rank {rank} \(")
+        with open(self.path("stacks-full")) as f:
+            full = f.read()
+        self.assertTrue(full.startswith("rc 0\n"), full)
+        for rank in range(4):
+            self.assertRegex(full, rf"(?m)^== rank {rank} \(")
+
+        with open(self.path("status")) as f:
+            status = f.read()
+        self.assertTrue(status.startswith("rc 0\n"), status)
+        self.assertIn("job running, epoch 0, 1 node(s)", status)
+        self.assertRegex(status, r"(?m)^\s+node 0 \(.*\): 4 workers$")
+        self.assertRegex(status, r"(?m)^hang watch: .*4s")
+        self.assertRegex(status, r"(?m)^\s+rank\s+step\s+steps/s\s+last report$")
+        rows = re.findall(r"(?m)^\s+(\d+)\s+(-?\d+)\s+[\d.]+\s+\S+ ago \(pid \d+\)", status)
+        self.assertEqual([int(rank) for rank, _ in rows], [0, 1, 2, 3], status)
+        self.no_process_left()
+
+
+class NativeHang(HangCase):
+    def test_a_c_worker_deadlocked_on_a_mutex_shows_native_frames(self):
+        for tool in ("cc", "gdb"):
+            if not shutil.which(tool):
+                self.skipTest(f"no {tool}")
+        source = self.write("worker.c", C_DEADLOCK)
+        exe = self.path("worker")
+        flags = ["-fsanitize=address,undefined"] if cache_value("DISTRUN_SANITIZE") == "ON" else []
+        subprocess.run(["cc", "-g", "-O0", "-pthread", *flags, "-I", os.path.join(ROOT, "runtime", "include"),
+                        "-o", exe, source, LIBRARY, "-Wl,-rpath," + os.path.dirname(LIBRARY)],
+                       check=True, capture_output=True, text=True)
+        start = time.monotonic()
+        r = run(["--nproc-per-node", "2", "--hang-timeout", "3", "--", exe],
+                env=self.env(TMPDIR=self.dir, ASAN_OPTIONS="detect_leaks=0"), timeout=60)
+        took = time.monotonic() - start
+        self.assert_hung_and_stopped(r, "0|1", 3)  # every rank is as far as the others: any may be named
+        self.assertEqual(r.stdout.count("deadlocking after step 3"), 2, r.stdout)
+        self.assertLess(took, 3 + 5 + 2, r.stderr)
+        self.assertIn("every rank reported step 3 last", r.stderr)
+        self.assertIn("stacks of 2 ranks (2 with a stack)", r.stderr)
+        picture = r.stderr[r.stderr.index("stacks of 2 ranks"):r.stderr.index("every stack:")]
+        self.assertIn("main (worker.c:", picture)
+        self.assertRegex(picture, r"futex_wait|pthread_mutex_lock|lll_lock_wait")
+        with open(every_stack_file(r.stderr)) as f:
+            dump = f.read()
+        for rank in range(2):
+            section = dump[dump.index(f"== rank {rank} "):]
+            section = section[:section.find("\n\n")]
+            self.assertIn("native) ==", section.splitlines()[0])
+            self.assertRegex(section, r"#\d+ stuck_on_the_mutex \(worker\.c:\d+\)")
+            self.assertIn("pthread_mutex_lock", section)
+            self.assertRegex(section, r"#\d+ hold_the_mutex \(worker\.c:\d+\)")
+        self.no_process_left()  # gdb too
+
+
+class ShellHang(HangCase):
+    def test_a_shell_worker_that_stops_reporting_hangs_the_job(self):
+        loop = (f'for i in $(seq 0 1000); do if [ "$RANK" = 1 ] && [ $i = 4 ]; then sleep 60; fi; '
+                f'{DISTRUN} progress $i || exit 9; sleep 0.1; done')
+        start = time.monotonic()
+        r = run(["--nproc-per-node", "3", "--hang-timeout", "3", "--", "bash", "-c", loop], env=self.job_env(),
+                timeout=60)
+        took = time.monotonic() - start
+        last = self.assert_hung_and_stopped(r, 1, 3)
+        # Rank 1 reported steps 0-3 in its first 0.4 s; the others went on.
+        self.assertRegex(r.stderr, r"least advanced: rank 1 \(node 0 \([^)]*\), pid \d+\) at step 3 \(median \d+\)")
+        self.assertIn("least advanced: rank 1", last)
+        self.assertLess(took, 0.5 + 3 + 5, r.stderr)
+        self.no_process_left()  # the `sleep 60` as well
+
+
+class NotWatched(HangCase):
+    def test_a_job_without_reports_never_hangs(self):
+        start = time.monotonic()
+        r = run(["--nproc-per-node", "2", "--hang-timeout", "1", "--", "sleep", "4"], env=self.job_env(),
+                timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreaterEqual(time.monotonic() - start, 4)
+        self.assertEqual(r.stderr, "")
+        self.assertEqual(os.listdir(self.dir), [])  # no stack file either
+        self.no_process_left()
+
+    def test_a_rank_that_never_reports_is_not_watched_while_others_report(self):
+        script = (f'if [ "$RANK" = 0 ]; then for i in $(seq 0 30); do {DISTRUN} progress $i || exit 9; '
+                  f'sleep 0.1; done; else sleep 3; fi')
+        r = run(["--nproc-per-node", "2", "--hang-timeout", "1", "--", "sh", "-c", script], env=self.job_env(),
+                timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("hung", r.stderr)
+        self.assertEqual(r.stderr, "")
+        self.no_process_left()
+
+
+class Stragglers(HangCase):
+    def test_status_flags_a_rank_behind_and_a_slow_rank(self):
+        # Ranks 0 and 1 step every 50 ms; rank 2 as fast but 500 steps (25 s of progress) behind; rank 3 at a
+        # quarter of the rate. Rank 0 asks for the status after 3 s.
+        script = self.write("stragglers.py", textwrap.dedent("""\
+            import os, subprocess, time
+            import distrun
+            rank = int(os.environ["RANK"])
+            period = 0.2 if rank == 3 else 0.05
+            start, step = time.monotonic(), 0
+            while time.monotonic() - start < 3:
+                distrun.progress(step - 500 if rank == 2 else step)
+                step += 1
+                time.sleep(period)
+            if rank == 0:
+                r = subprocess.run([os.environ["DISTRUN"], "status"], capture_output=True, text=True, timeout=30)
+                with open(os.path.join(os.environ["OUT"], "status"), "w") as f:
+                    f.write("rc %d\\n%s\\n--- stderr\\n%s" % (r.returncode, r.stdout, r.stderr))
+            time.sleep(0.5)
+            """))
+        r = run(["--nproc-per-node", "4", "--hang-timeout", "3", "--", *self.python, script], env=self.job_env(),
+                timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(self.path("status")) as f:
+            status = f.read()
+        self.assertTrue(status.startswith("rc 0\n"), status)
+        rows = {int(m.group(1)): m.group(0) for m in re.finditer(r"(?m)^\s+(\d+)\s+-?\d+\s+[\d.]+\s+.*$", status)}
+        self.assertEqual(sorted(rows), [0, 1, 2, 3], status)
+        for rank in (0, 1):
+            self.assertNotIn("behind:", rows[rank], status)
+            self.assertNotIn("slow:", rows[rank], status)
+        self.assertIn("behind:", rows[2], status)
+        self.assertNotIn("slow:", rows[2], status)
+        self.assertIn("slow:", rows[3], status)
+        self.no_process_left()
+
+
+class Restart(HangCase):
+    def test_a_hang_in_epoch_zero_restarts_the_job(self):
+        script = self.write("restart.py", textwrap.dedent("""\
+            import os, time
+            import distrun
+            rank, restart = int(os.environ["RANK"]), int(os.environ["DISTRUN_RESTART_COUNT"])
+            epoch = os.environ["DISTRUN_EPOCH"]
+            steps = 100 if restart == 0 else 10
+            for step in range(steps):
+                distrun.progress(step)
+                if restart == 0 and rank == 1 and step == 3:
+                    def hang_in_epoch_zero():
+                        time.sleep(3600)
+                    hang_in_epoch_zero()
+                time.sleep(0.05)
+            print("finished rank %d restart %d epoch %s" % (rank, restart, epoch), flush=True)
+            """))
+        start = time.monotonic()
+        r = run(["--nproc-per-node", "2", "--hang-timeout", "3", "--max-restarts", "1", "--", *self.python,
+                 script], env=self.job_env(), timeout=60)
+        took = time.monotonic() - start
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        finished = sorted(line.split("] ", 1)[1] for line in r.stdout.splitlines() if "finished" in line)
+        self.assertEqual(finished, ["finished rank 0 restart 1 epoch 1", "finished rank 1 restart 1 epoch 1"],
+                         r.stdout + r.stderr)
+        self.assertRegex(r.stderr, r"(?m)^distrun: error: hung: no progress for [\d.]+s \(--hang-timeout 3s\); "
+                                   r"least advanced: rank 1 ")
+        self.assertIn("hang_in_epoch_zero", r.stderr)
+        self.assertRegex(r.stderr, r"restarting the job \(round 1\) after rank 1 on node 0 .*: hung: ")
+        self.assertIn("restart 1 of 1", r.stderr)
+        self.assertLess(took, 0.5 + 3 + 5 + 3, r.stderr)
+        self.no_process_left()
+
+
+class StallWarning(HangCase):
+    def test_workers_quiet_without_reports_get_one_warning_and_go_on(self):
+        # Each worker waits in open() on its FIFO (no CPU time, no output) until the test writes to it.
+        for rank in range(2):
+            os.mkfifo(self.path(f"go-{rank}"))
+        lines, start = [], time.monotonic()
+        p = self.popen(["--nproc-per-node", "2", "--hang-timeout", "1", "--stall-warning", "10", "--",
+                        "sh", "-c", 'read x < "$0/go-$RANK"; exit 0', self.dir], env=self.job_env())
+
+        def read():
+            for line in p.stderr:
+                lines.append((time.monotonic() - start, line))
+        reader = threading.Thread(target=read)
+        reader.start()
+        self.assertTrue(wait_for(lambda: any("stalled" in l for _, l in lines), timeout=25),
+                        "no stall warning: " + "".join(l for _, l in lines))
+        when, warning = next((t, l) for t, l in lines if "stalled" in l)
+        self.assertGreaterEqual(when, 10)
+        self.assertTrue(warning.startswith("distrun: error: stalled: no worker on any node has used CPU time or "
+                                           "written output for "), warning)
+        # A warning only: the workers still run.
+        self.assertIsNone(p.poll())
+        self.assertEqual(len([pid for pid in processes_with(self.marker) if pid != p.pid]), 2)
+        for rank in range(2):
+            fd = os.open(self.path(f"go-{rank}"), os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+        p.wait(timeout=20)
+        reader.join()
+        p.stdout.close()
+        self.assertEqual(p.returncode, 0, "".join(l for _, l in lines))
+        self.assertEqual([l for _, l in lines if "stalled" in l], [warning])
+        self.assertFalse(any("hung" in l for _, l in lines), "".join(l for _, l in lines))
+        self.no_process_left()
+
+
+class UsageErrors(HangCase):
+    def assert_usage_error(self, args, env=None, mention=None):
+        r = run(args, env=env if env is not None else self.env(), timeout=30)
+        self.assertEqual(r.returncode, 2, f"{args}: {r.stdout}{r.stderr}")
+        self.assertEqual(r.stdout, "", args)
+        self.assertEqual(len(r.stderr.splitlines()), 1, f"{args}: {r.stderr}")
+        self.assertTrue(r.stderr.startswith("distrun: error: "), r.stderr)
+        if mention:
+            self.assertIn(mention, r.stderr)
+        return r.stderr
+
+    def test_usage_errors_exit_2_with_one_line(self):
+        self.assert_usage_error(["progress", "3"], mention="DISTRUN_PROGRESS_FILE")
+        self.assert_usage_error(["progress", "abc"], mention="'abc'")
+        self.assert_usage_error(["progress"])
+        self.assert_usage_error(["stacks"], mention="DISTRUN_COORDINATOR_ADDRESS")
+        self.assert_usage_error(["status"], mention="DISTRUN_COORDINATOR_ADDRESS")
+        self.assert_usage_error(["stacks", "--bogus"], mention="--bogus")
+        self.assert_usage_error(["--hang-timeout", "0.5", "--", "true"], mention="--hang-timeout")
+        self.assert_usage_error(["--hang-timeout", "banana", "--", "true"], mention="--hang-timeout")
+        self.assert_usage_error(["--stall-warning", "banana", "--", "true"], mention="--stall-warning")
+
+    def test_progress_with_a_bad_step_fails_the_worker_with_2(self):
+        r = run(["--", DISTRUN, "progress", "abc"], env=self.job_env(), timeout=30)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("distrun progress: 'abc' is not a step number", r.stderr)
+
+    def test_help_of_the_subcommands(self):
+        for sub, words in (("stacks", ["faulthandler", "gdb", "SIGRTMIN+5", "--full", "--output"]),
+                           ("progress", ["STEP"]), ("status", ["behind", "0.7"])):
+            r = run([sub, "--help"], env=self.env(), timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for word in words:
+                self.assertIn(word, r.stdout, f"distrun {sub} --help")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
