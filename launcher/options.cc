@@ -329,8 +329,13 @@ const std::vector<OptionSpec> kTable = {
        } else if (v == "off") {
          o.hang_timeout_s = 0;
        } else {
-         o.hang_timeout_s = ParseSeconds(where, v);
-         if (*o.hang_timeout_s < 1) Bad(where, v, "use at least 1 second, auto or off");
+         constexpr const char* kUse = "use auto, off, or at least 1 second (90, 2m)";
+         try {
+           o.hang_timeout_s = ParseSeconds(where, v);
+         } catch (const UsageError&) {
+           Bad(where, v, kUse);
+         }
+         if (*o.hang_timeout_s < 1) Bad(where, v, kUse);
        }
      }},
     {"stall-warning", "SECONDS|off",
@@ -338,8 +343,17 @@ const std::vector<OptionSpec> kTable = {
      "long (a warning only)",
      "300",
      [](Options& o, const std::string& where, const std::string& v) {
-       o.stall_warning_s = v == "off" ? 0 : ParseSeconds(where, v);
-       if (v != "off" && o.stall_warning_s < 1) Bad(where, v, "use at least 1 second, or off");
+       constexpr const char* kUse = "use off, or at least 1 second (300, 10m)";
+       if (v == "off") {
+         o.stall_warning_s = 0;
+         return;
+       }
+       try {
+         o.stall_warning_s = ParseSeconds(where, v);
+       } catch (const UsageError&) {
+         Bad(where, v, kUse);
+       }
+       if (o.stall_warning_s < 1) Bad(where, v, kUse);
      }},
     {"initialization-timeout", "SECONDS", "how long rendezvous waits for every node to join", "300",
      [](Options& o, const std::string& where, const std::string& v) {

@@ -60,7 +60,8 @@ class Agent {
   Status ReportSuccess();
 
   // This node's progress as the supervisor last read it (DESIGN §4.2): it goes with the next heartbeat, or
-  // sooner (at most once a second) when the node's least advanced rank moved.
+  // sooner (at most once a second, or once per half heartbeat interval in large jobs) when the node's least
+  // advanced rank moved.
   void SetProgress(const NodeProgress& progress);
   // The answer to a kStacks event.
   void SendStacks(const StacksReply& reply);
@@ -74,6 +75,8 @@ class Agent {
 
  private:
   void Push(const JobEvent& event);
+  // How soon news of progress may follow the last (the heartbeats carry it too).
+  std::chrono::milliseconds ProgressNewsInterval() const;
   void CoordinatorLost(const std::string& why);
   void HeartbeatLoop();
 

@@ -150,9 +150,10 @@ void CoordinationService::Hung(const HangVerdict& verdict, const std::string& he
     e.kind = JobEvent::Kind::kDiagnosis;
     e.notice = explained.text.empty() ? summary : explained.text;
     SendToHost(e);
-    // The root cause: the first rank the stacks set apart, else the least advanced one.
+    // The root cause: the first rank the stacks set apart, else the least advanced one where progress
+    // tells one apart, else none (every rank stuck alike: the job as a whole).
     FailedWorker f;
-    if (!verdict.slowest.empty()) {
+    if (!verdict.slowest.empty() && verdict.behind < verdict.ranks) {
       f.node_rank = verdict.slowest.front().first;
       f.process_id = verdict.slowest.front().second.rank;
     }

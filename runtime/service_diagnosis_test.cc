@@ -29,8 +29,8 @@ class ServiceDiagnosisTest : public ::testing::Test {
       explained.push_back(stacks);
       HangExplanation e;
       e.text = verdict + "\n<picture>";
-      e.odd_ranks = {3};
-      e.odd_summary = "rank 3 (host-b, pid 33)";
+      e.odd_ranks = odd;
+      if (!odd.empty()) e.odd_summary = "rank 3 (host-b, pid 33)";
       return e;
     };
     auto s = std::make_unique<CoordinationService>(c);
@@ -97,6 +97,7 @@ class ServiceDiagnosisTest : public ::testing::Test {
   std::shared_ptr<TimePoint> now_ = std::make_shared<TimePoint>(TimePoint{} + 1000s);
   std::vector<std::shared_ptr<std::vector<JobEvent>>> events;
   std::vector<StacksReply> explained;
+  std::vector<int> odd = {3};  // the ranks explain says the stacks set apart
 };
 
 TEST_F(ServiceDiagnosisTest, AHungJobShowsItsStacksThenStopsWithTheHungExitCode) {
@@ -138,6 +139,24 @@ TEST_F(ServiceDiagnosisTest, AHungJobShowsItsStacksThenStopsWithTheHungExitCode)
         "apart rank 3 (host-b, pid 33)");
   }
   EXPECT_EQ(s->ExitCode(), kHungExitCode);
+}
+
+TEST_F(ServiceDiagnosisTest, RanksStuckAlikeBlameTheJobNotARank) {
+  odd.clear();
+  auto s = Make(2);
+  s->ReportProgress(0, Progress(0, 7));
+  s->ReportProgress(1, Progress(2, 7));
+  Advance(5s);
+  s->Tick();
+  const uint64_t id = Got(0, JobEvent::Kind::kStacks).at(0).stacks_id;
+  s->ReportStacks(0, Answer(id, 0));
+  s->ReportStacks(1, Answer(id, 2));
+  std::vector<JobEvent> stops = Got(1, JobEvent::Kind::kStop);
+  ASSERT_EQ(stops.size(), 1u);
+  EXPECT_EQ(stops[0].root_cause.process_id, -1);
+  EXPECT_EQ(stops[0].root_cause.node_rank, -1);
+  EXPECT_EQ(stops[0].root_cause.description,
+            "hung: no progress for 5.0s (--hang-timeout 5s); every rank reported step 7 last");
 }
 
 TEST_F(ServiceDiagnosisTest, AHungJobRestartsWhereRestartsRemain) {
