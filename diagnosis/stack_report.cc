@@ -211,7 +211,8 @@ std::string ShortLabel(std::string_view label) {
 
 std::string RenderSummary(const StackTree& tree, const std::vector<RankStack>& ranks, size_t max_lines) {
   size_t with_stack = static_cast<size_t>(std::count_if(ranks.begin(), ranks.end(), HasStack));
-  std::string out = "stacks of " + std::to_string(ranks.size()) + " ranks (" + std::to_string(with_stack) +
+  std::string out = "stacks of " + std::to_string(ranks.size()) +
+                    (ranks.size() == 1 ? " rank (" : " ranks (") + std::to_string(with_stack) +
                     " with a stack)\n";
   if (tree.ranks().empty()) return out;
   std::vector<std::string> tree_lines = TreePrinter(tree, true).Print();

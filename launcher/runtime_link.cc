@@ -240,6 +240,10 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
     sc.hang.timeout = Millis(*options.hang_timeout_s);
   }
   sc.hang.stall = Millis(options.stall_warning_s);
+  // A node reads its board every 250 ms and sends news of progress at most every ProgressNewsInterval.
+  sc.hang.staleness =
+      ProgressNewsInterval(HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_)) +
+      std::chrono::milliseconds(350);
   // On a hang, node 0's distrun prints one screen of the merged stacks; the whole dump goes beside the logs.
   sc.explain = [stacks_dir](const std::string& verdict, const StacksReply& stacks) {
     StacksPicture picture = DrawStacks(stacks, kStacksScreenLines);

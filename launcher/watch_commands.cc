@@ -125,9 +125,9 @@ int ServiceFailed(const char* verb, const Status& s, const std::string& address)
                  "distrun: %s: the runtime at %s refused the job token; DISTRUN_TOKEN must be the job's\n",
                  verb, address.c_str());
   } else {
-    std::fprintf(stderr,
-                 "distrun: %s: cannot reach the distrun runtime at %s (%s); is the job still running?\n",
-                 verb, address.c_str(), s.message.c_str());
+    // The client's message names the address already.
+    const std::string what = s.message.empty() ? "cannot reach the distrun runtime at " + address : s.message;
+    std::fprintf(stderr, "distrun: %s: %s; is the job still running?\n", verb, what.c_str());
   }
   return kServiceExit;
 }

@@ -180,10 +180,8 @@ NodeProgress Aged(NodeProgress p, int64_t ms) {
 
 }  // namespace
 
-std::chrono::milliseconds Agent::ProgressNewsInterval() const {
-  // At least a second apart, and no more than twice the heartbeats' rate: node 0 hears from every node of a
-  // large job in turn, and a rank that moves every step would otherwise double that per second.
-  return std::max<std::chrono::milliseconds>(std::chrono::seconds(1), config_.heartbeat_interval / 2);
+std::chrono::milliseconds ProgressNewsInterval(std::chrono::milliseconds heartbeat_interval) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(1), heartbeat_interval / 2);
 }
 
 void Agent::SetProgress(const NodeProgress& progress) {
@@ -262,7 +260,8 @@ void Agent::HeartbeatLoop() {
     // off fences itself when the coordinator gives up on it, not up to an interval later.
     auto wake = next_beat;
     const bool news_planned = progress_news_;
-    if (news_planned) wake = std::min(wake, progress_sent_ + ProgressNewsInterval());
+    if (news_planned)
+      wake = std::min(wake, progress_sent_ + ProgressNewsInterval(config_.heartbeat_interval));
     if (last_answer_ && !ended_) {
       wake = std::min(wake, *last_answer_ + config_.heartbeat_timeout + std::chrono::milliseconds(1));
     }
@@ -271,7 +270,9 @@ void Agent::HeartbeatLoop() {
       continue;  // news of progress: wake at its time instead
     }
     auto now = std::chrono::steady_clock::now();
-    const bool beat = now >= next_beat || (progress_news_ && now >= progress_sent_ + ProgressNewsInterval());
+    const bool beat =
+        now >= next_beat ||
+        (progress_news_ && now >= progress_sent_ + ProgressNewsInterval(config_.heartbeat_interval));
     if (beat) next_beat = now + config_.heartbeat_interval;
     if (ended_) continue;
     // This loop itself did not run for a whole timeout: this process was frozen (SIGSTOP, a stalled VM),

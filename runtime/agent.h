@@ -37,6 +37,11 @@ struct ProposedPorts {
   int jax_port = 0;
 };
 
+// How soon news of a node's progress may follow the last, given its heartbeat interval: at least a second
+// apart, and no more than twice the heartbeats' rate, since node 0 hears from every node of a large job in
+// turn and a rank that moves every step would otherwise send news every second.
+std::chrono::milliseconds ProgressNewsInterval(std::chrono::milliseconds heartbeat_interval);
+
 // How often each agent of a job of `num_nodes` sends a heartbeat, given the heartbeat timeout.
 std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes);
 
@@ -75,8 +80,6 @@ class Agent {
 
  private:
   void Push(const JobEvent& event);
-  // How soon news of progress may follow the last (the heartbeats carry it too).
-  std::chrono::milliseconds ProgressNewsInterval() const;
   void CoordinatorLost(const std::string& why);
   void HeartbeatLoop();
 

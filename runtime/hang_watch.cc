@@ -81,7 +81,7 @@ std::optional<HangVerdict> HangWatch::Check(Clock::time_point now) const {
     behind.push_back(nr);
     youngest = std::min(youngest, nr.second.advanced_ms_ago);
   }
-  if (youngest < timeout->count()) return std::nullopt;
+  if (youngest < timeout->count() + config_.staleness.count()) return std::nullopt;
   HangVerdict v;
   v.stuck_for = std::chrono::milliseconds(youngest);
   v.timeout = *timeout;

@@ -22,6 +22,10 @@ namespace distrun {
 struct HangWatchConfig {
   bool off = false;                      // --hang-timeout off: progress is shown, never judged
   std::chrono::milliseconds timeout{0};  // --hang-timeout; 0: learned
+  // How stale node 0's view of a rank may be (the nodes read their boards every 250 ms and send news of
+  // progress at a bounded rate): a rank is hung only once it has not moved for the timeout plus this, so
+  // that an advance still on its way never looks like a hang.
+  std::chrono::milliseconds staleness{0};
   // The learned timeout: factor × the slowest recent step interval, never below the floor; until every
   // reporting rank has shown a few intervals, the warm-up timeout.
   int factor = 5;

@@ -127,7 +127,8 @@ void CoordinationService::WatchProgress(Clock::time_point now, Completions& comp
     stall_said_ = true;
     JobEvent e;
     e.kind = JobEvent::Kind::kDiagnosis;
-    e.notice = "stalled: no worker on any node has used CPU time or written output for " + Seconds(*quiet) +
+    e.notice = "stalled: no worker on any node has used CPU time or written output for " +
+               MeasuredSeconds(*quiet) +
                " (the workers report no progress, so the hang watch cannot judge them; `distrun stacks` "
                "shows where they are)";
     SendToHost(e);
@@ -150,14 +151,14 @@ void CoordinationService::Hung(const HangVerdict& verdict, const std::string& he
     e.kind = JobEvent::Kind::kDiagnosis;
     e.notice = explained.text.empty() ? summary : explained.text;
     SendToHost(e);
-    // The root cause: the first rank the stacks set apart, else the least advanced one where progress
-    // tells one apart, else none (every rank stuck alike: the job as a whole).
+    // The root cause: the least advanced rank where progress tells ranks apart (a stack that stands out may
+    // be a healthy rank's, or a failed capture), else the first rank the stacks set apart, else none
+    // (every rank stuck alike: the job as a whole).
     FailedWorker f;
     if (!verdict.slowest.empty() && verdict.behind < verdict.ranks) {
       f.node_rank = verdict.slowest.front().first;
       f.process_id = verdict.slowest.front().second.rank;
-    }
-    if (!explained.odd_ranks.empty()) {
+    } else if (!explained.odd_ranks.empty()) {
       f.process_id = explained.odd_ranks.front();
       for (const auto& [node, r] : hang_watch_.Ranks(Now())) {
         if (r.rank == f.process_id) f.node_rank = node;
