@@ -232,8 +232,12 @@ TorchStoreDecoder::Result TorchStoreDecoder::Next(TorchStoreRequest* request) {
           return Fail(name() + ": " + std::to_string(count_) + " keys, over the limit of " +
                       std::to_string(limits_.max_keys_per_request));
         }
-        request_.keys.reserve(count_);
-        if (request_.op == TorchStoreOp::kMultiSet) request_.values.reserve(count_);
+        {
+          // Only what a few keys take: the count is the peer's word, the keys are not here yet.
+          const size_t reserve = std::min<uint64_t>(count_, 1024);
+          request_.keys.reserve(reserve);
+          if (request_.op == TorchStoreOp::kMultiSet) request_.values.reserve(reserve);
+        }
         consumed_ += 8;
         break;
       case Field::kKey:
