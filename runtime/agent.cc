@@ -168,16 +168,6 @@ std::pair<int64_t, int> Slowest(const NodeProgress& p) {
   return slowest;
 }
 
-// The ages in `p` as of `ms` milliseconds after it was read.
-NodeProgress Aged(NodeProgress p, int64_t ms) {
-  for (RankProgress& r : p.ranks) {
-    r.advanced_ms_ago += ms;
-    r.reported_ms_ago += ms;
-  }
-  if (p.quiet_ms > 0) p.quiet_ms += ms;
-  return p;
-}
-
 }  // namespace
 
 std::chrono::milliseconds ProgressNewsInterval(std::chrono::milliseconds heartbeat_interval) {
@@ -288,8 +278,8 @@ void Agent::HeartbeatLoop() {
     }
     std::optional<NodeProgress> progress;
     if (beat && progress_) {
-      progress = Aged(*progress_,
-                      std::chrono::duration_cast<std::chrono::milliseconds>(now - progress_read_).count());
+      progress = AgedBy(*progress_,
+                        std::chrono::duration_cast<std::chrono::milliseconds>(now - progress_read_).count());
       progress_news_ = false;
       progress_sent_ = now;
     }

@@ -42,10 +42,7 @@ std::optional<std::chrono::milliseconds> HangWatch::Timeout(bool* learned) const
 std::vector<std::pair<int, RankProgress>> HangWatch::Ranks(Clock::time_point now) const {
   std::vector<std::pair<int, RankProgress>> ranks;
   for (const auto& [node, report] : nodes_) {
-    const int64_t age = MsSince(report.at, now);
-    for (RankProgress r : report.progress.ranks) {
-      r.advanced_ms_ago += age;
-      r.reported_ms_ago += age;
+    for (const RankProgress& r : AgedBy(report.progress, MsSince(report.at, now)).ranks) {
       ranks.emplace_back(node, r);
     }
   }
@@ -57,14 +54,7 @@ std::vector<std::pair<int, RankProgress>> HangWatch::Ranks(Clock::time_point now
 std::optional<NodeProgress> HangWatch::NodeAsOf(int node, Clock::time_point now) const {
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return std::nullopt;
-  NodeProgress p = it->second.progress;
-  const int64_t age = MsSince(it->second.at, now);
-  for (RankProgress& r : p.ranks) {
-    r.advanced_ms_ago += age;
-    r.reported_ms_ago += age;
-  }
-  if (p.quiet_ms > 0) p.quiet_ms += age;
-  return p;
+  return AgedBy(it->second.progress, MsSince(it->second.at, now));
 }
 
 std::optional<HangVerdict> HangWatch::Check(Clock::time_point now) const {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/torch_store_test_requests.h"
+
 namespace distrun {
 namespace {
 
@@ -30,16 +32,7 @@ std::string U32(uint32_t value) { return Le(value, 4); }
 std::string Str(const std::string& s) { return U64(s.size()) + s; }
 std::string Op1(int code) { return Bytes({code}); }
 
-TorchStoreRequest Req(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
-                      int64_t delta = 0, uint32_t number = 0) {
-  TorchStoreRequest r;
-  r.op = op;
-  r.keys = std::move(keys);
-  r.values = std::move(values);
-  r.delta = delta;
-  r.number = number;
-  return r;
-}
+using testing::Req;
 
 void ExpectSame(const TorchStoreRequest& want, const TorchStoreRequest& got, const std::string& where) {
   EXPECT_EQ(want.op, got.op) << where;

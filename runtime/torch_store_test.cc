@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/torch_store_test_requests.h"
+
 namespace distrun {
 namespace {
 
@@ -23,16 +25,7 @@ std::string Bytes(const std::string& s) {
 }
 std::string U8(uint8_t value) { return std::string(1, static_cast<char>(value)); }
 
-TorchStoreRequest Req(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
-                      int64_t delta = 0, uint32_t number = 0) {
-  TorchStoreRequest r;
-  r.op = op;
-  r.keys = std::move(keys);
-  r.values = std::move(values);
-  r.delta = delta;
-  r.number = number;
-  return r;
-}
+using testing::Req;
 
 class TorchStoreTest : public ::testing::Test {
  protected:

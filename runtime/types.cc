@@ -39,4 +39,13 @@ std::string DescribeFailure(const FailedWorker& f) {
   return who + ": " + (f.description.empty() ? "exit code " + std::to_string(f.exit_code) : f.description);
 }
 
+NodeProgress AgedBy(NodeProgress progress, int64_t ms) {
+  for (RankProgress& r : progress.ranks) {
+    r.advanced_ms_ago += ms;
+    r.reported_ms_ago += ms;
+  }
+  if (progress.quiet_ms > 0) progress.quiet_ms += ms;
+  return progress;
+}
+
 }  // namespace distrun

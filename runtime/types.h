@@ -107,6 +107,9 @@ struct NodeProgress {
   int epoch = 0;                    // the round they run in
 };
 
+// `progress` as it stands `ms` milliseconds after it was read: every age (advanced, reported, quiet) grows.
+NodeProgress AgedBy(NodeProgress progress, int64_t ms);
+
 // One worker's stack as its node collected it (launcher/stack_collector.h).
 struct WorkerStack {
   int rank = 0;
