@@ -24,6 +24,13 @@ struct GrpcServerConfig {
   bool loopback_only = false;           // local mode: refuse an address other hosts could reach
   std::string token;                    // the job token every call must present; never logged
   size_t max_message_bytes = 4 << 20;
+  // PyTorch's TCPStore protocol on the same port (runtime/torch_store.h): workers' init_process_group
+  // with TORCHELASTIC_USE_AGENT_STORE=True. Off: such connections are handed to gRPC, which drops them.
+  bool torch_store = false;
+  size_t torch_store_max_bytes = size_t{1} << 30;  // keys + values + queued items, every epoch's keyspace
+  // TCPStore carries no credentials: true lets only this host and the hosts of admitted agents use the
+  // store (multi-host jobs); false lets any peer (a loopback-only server, where every peer is local).
+  bool torch_store_job_hosts_only = false;
   std::chrono::milliseconds tick_interval{10};          // how often waits are checked for their deadline
   std::chrono::milliseconds progress_interval{10'000};  // how often rendezvous progress is logged
   std::shared_ptr<spdlog::logger> log;                  // null: spdlog's default logger
