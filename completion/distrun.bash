@@ -13,7 +13,7 @@ _distrun_value_options="--config --cluster-detection-method --coordinator-addres
   --scale-up-notice --change-signal --join --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
   --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
-  --cpu-bind"
+  --cpu-bind --torch-store"
 _distrun_verbs="kv barrier progress stacks status check"
 _distrun_kv_verbs="set get try-get wait add cas del ls"
 # distrun check [DISTRUN-OPTIONS] [-- CHECK-OPTIONS]: the options of its NCCL worker, after --.
@@ -31,6 +31,7 @@ _distrun_values() {
         --device-binding) words="auto none" ;;
         --tag-output) words="auto on off" ;;
         --cpu-bind) words="none gpu numa" ;;
+        --torch-store) words="distrun rank0" ;;
         --elastic-policy) words="resize spares" ;;
         --scale-up) words="never next-restart now" ;;
         --change-signal) words="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;

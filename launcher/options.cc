@@ -151,6 +151,18 @@ const std::vector<OptionSpec> kTable = {
            Bad(where, v, "'" + family + "' is not a family; use torch, jax, keras and/or distrun");
        }
      }},
+    {"torch-store", "distrun|rank0",
+     "who serves PyTorch's store (MASTER_ADDR:MASTER_PORT): distrun (node 0's runtime port; survives "
+     "restarts) or rank0 (worker rank 0 binds MASTER_PORT, as plain env:// does)",
+     "distrun",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "distrun")
+         o.torch_store = TorchStoreHost::kDistrun;
+       else if (v == "rank0")
+         o.torch_store = TorchStoreHost::kRank0;
+       else
+         Bad(where, v, "use distrun or rank0");
+     }},
     {"run-id", "ID", "job identity given to workers (default: the launcher's job id, else random)", nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
        bool ok = !v.empty() && v.size() <= 128 && std::all_of(v.begin(), v.end(), [](char c) {

@@ -19,6 +19,9 @@ const char* OptionSourceName(OptionSource source);
 enum class DetectFormat { kText, kJson, kYaml, kEnv };
 enum class TagOutput { kAuto, kOn, kOff };
 enum class CpuBind { kNone, kGpu, kNuma };
+// Who serves PyTorch's store (MASTER_ADDR:MASTER_PORT): node 0's distrun on its coordinator port (torch's
+// agent-store mode), or worker rank 0 (torch's own TCPStore server, bound by the worker).
+enum class TorchStoreHost { kDistrun, kRank0 };
 
 struct Options {
   ExplicitTopology topology;              // detection method and explicit values
@@ -27,6 +30,7 @@ struct Options {
   int gpus_per_worker = 1;
   bool device_binding = true;  // narrow CUDA_VISIBLE_DEVICES per worker
   bool export_torch = true, export_jax = true, export_keras = true, export_distrun = true;
+  TorchStoreHost torch_store = TorchStoreHost::kDistrun;
   std::optional<std::string> run_id;
   int max_restarts = 0;
   // Elastic membership (--nnodes MIN:MAX, --elastic-policy): unset, losing any node ends the job.

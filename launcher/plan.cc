@@ -322,8 +322,19 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("ROLE_RANK", rank);
       set("ROLE_WORLD_SIZE", world);
       set("ROLE_NAME", "default");
-      set_address("MASTER_ADDR", a.process0_host);
-      if (a.master_port) set("MASTER_PORT", std::to_string(*a.master_port));
+      if (o.torch_store == TorchStoreHost::kDistrun) {
+        // torch's agent-store mode: init_process_group("env://") dials node 0's runtime, which serves the
+        // TCPStore protocol (a fresh keyspace each epoch); no worker binds a port.
+        if (!a.coordinator_address.empty()) {
+          HostPort store = ParseHostPort("coordinator address", a.coordinator_address);
+          set("MASTER_ADDR", store.host);
+          if (store.port) set("MASTER_PORT", std::to_string(*store.port));
+        }
+        set("TORCHELASTIC_USE_AGENT_STORE", "True");
+      } else {
+        set_address("MASTER_ADDR", a.process0_host);
+        if (a.master_port) set("MASTER_PORT", std::to_string(*a.master_port));
+      }
       set("TORCHELASTIC_RUN_ID", a.run_id);
       set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
       set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));

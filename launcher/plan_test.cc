@@ -147,11 +147,14 @@ TEST(Plan, LocalNodeGetsOneWorkerPerGpu) {
 }
 
 TEST(Plan, SharedPortsAreTheSameForAllWorkers) {
-  Plan plan = Build(LocalNode(), Options{}, EnvWithGpus(4));
+  Options rank0;
+  rank0.torch_store = TorchStoreHost::kRank0;
+  Plan plan = Build(LocalNode(), rank0, EnvWithGpus(4));
   auto ports = Column(plan, "MASTER_PORT");
   std::set<std::string> master(ports.begin(), ports.end());
   ASSERT_TRUE(plan.assignment.master_port);
   EXPECT_EQ(master, std::set<std::string>{std::to_string(*plan.assignment.master_port)});
+  EXPECT_EQ(Column(plan, "TORCHELASTIC_USE_AGENT_STORE"), Tokens(4, "<unset>"));
   auto jax = Column(plan, "JAX_COORDINATOR_ADDRESS");
   EXPECT_EQ(std::set<std::string>(jax.begin(), jax.end()).size(), 1u);
   auto coordinator = Column(plan, "DISTRUN_COORDINATOR_ADDRESS");
@@ -614,7 +617,9 @@ TEST(Plan, MakePlanUsesTheAssignmentItIsGiven) {
   a.jax_port = 29512;
   a.run_id = "r1";
   a.restart_count = 2;
-  Plan plan = MakePlan(t, layout, a, Options{}, EnvWithoutGpus());
+  Options rank0;
+  rank0.torch_store = TorchStoreHost::kRank0;
+  Plan plan = MakePlan(t, layout, a, rank0, EnvWithoutGpus());
   EXPECT_EQ(Column(plan, "RANK"), (Tokens{"10", "11"}));
   EXPECT_EQ(Column(plan, "WORLD_SIZE"), Tokens(2, "12"));
   EXPECT_EQ(Column(plan, "MASTER_ADDR"), Tokens(2, "node009"));
@@ -627,13 +632,40 @@ TEST(Plan, MakePlanUsesTheAssignmentItIsGiven) {
 
   a.master_port.reset();
   a.jax_port.reset();
-  plan = MakePlan(t, layout, a, Options{}, EnvWithoutGpus());
+  plan = MakePlan(t, layout, a, rank0, EnvWithoutGpus());
   EXPECT_EQ(Column(plan, "MASTER_PORT"), Tokens(2, "<unset>"));
   EXPECT_EQ(Column(plan, "JAX_COORDINATOR_ADDRESS"), Tokens(2, "node009"));
 
   // A hot spare of an elastic job holds no workers.
   a.spare = true;
   EXPECT_TRUE(MakePlan(t, layout, a, Options{}, EnvWithoutGpus()).workers.empty());
+}
+
+TEST(Plan, TorchsStoreIsDistrunsPortByDefault) {
+  // torch's agent-store mode: every worker dials node 0's runtime, whatever port rank 0 would have bound.
+  Topology t = WithDevices(SlurmNode(1), {"0", "1"});
+  LocalLayout layout = ComputeLocalLayout(t, Options{}, EnvWithoutGpus());
+  JobAssignment a;
+  a.num_processes = 4;
+  a.num_nodes = 2;
+  a.node_rank = 1;
+  a.rank_offset = 2;
+  a.process0_host = "node009";
+  a.coordinator_address = "node001:61497";
+  a.master_port = 29511;
+  a.restart_count = 3;
+  Plan plan = MakePlan(t, layout, a, Options{}, EnvWithoutGpus());
+  EXPECT_EQ(Column(plan, "MASTER_ADDR"), Tokens(2, "node001"));
+  EXPECT_EQ(Column(plan, "MASTER_PORT"), Tokens(2, "61497"));
+  EXPECT_EQ(Column(plan, "TORCHELASTIC_USE_AGENT_STORE"), Tokens(2, "True"));
+  EXPECT_EQ(Column(plan, "TORCHELASTIC_RESTART_COUNT"), Tokens(2, "3"));  // 1.13 prefixes keys with it
+  a.coordinator_address = "[fd00::1]:61497";
+  plan = MakePlan(t, layout, a, Options{}, EnvWithoutGpus());
+  EXPECT_EQ(Column(plan, "MASTER_ADDR"), Tokens(2, "fd00::1"));  // torch takes a bare address
+  Options no_torch;
+  no_torch.export_torch = false;
+  EXPECT_EQ(Column(MakePlan(t, layout, a, no_torch, EnvWithoutGpus()), "TORCHELASTIC_USE_AGENT_STORE"),
+            Tokens(2, "<unset>"));
 }
 
 TEST(Plan, WarningsAreTheTopologysThenTheLayouts) {

@@ -268,10 +268,12 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
   GrpcServerConfig gc;
   gc.token = token_;
   gc.log = log_;
+  gc.torch_store = options.torch_store == TorchStoreHost::kDistrun;
   if (SingleHost(plan)) {
     gc.address = worker_address_;
     gc.loopback_only = true;
   } else {
+    gc.torch_store_job_hosts_only = true;  // TCPStore has no credentials: this host and the agents' only
     HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
     std::string bind = options.coordinator_bind_address.value_or(
         coordinator.host.find(':') != std::string::npos ? "::" : "0.0.0.0");

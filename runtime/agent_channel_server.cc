@@ -24,8 +24,10 @@
 
 #include "runtime/agent_frames.h"
 #include "runtime/distrun.pb.h"
+#include "runtime/job_hosts.h"
 #include "runtime/proto_convert.h"
 #include "runtime/token_check.h"
+#include "runtime/torch_store_port.h"
 
 namespace distrun {
 namespace {
@@ -35,6 +37,11 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 64 * 1024;
 // Answers queued for an agent that does not read them: it is dropped past this.
 constexpr size_t kMaxQueuedBytes = 16 << 20;
+// A TCPStore client waits for each answer, but one MULTI_GET may ask for a whole request's worth.
+constexpr size_t kMaxTorchQueuedBytes = TorchStoreLimits{}.max_request_bytes + kMaxQueuedBytes;
+// Refusals of strangers' TCPStore connections logged one by one; after that every this-many-th.
+constexpr uint64_t kStrangersLoggedInFull = 10;
+constexpr uint64_t kStrangerLogEvery = 1000;
 // Waits of the loop and the acceptor: hello deadlines are checked this often, a paused accept retried.
 constexpr int kLoopWaitMs = 100;
 
@@ -63,6 +70,7 @@ class AgentChannelServer::Loop {
         log_(config_.log ? config_.log : spdlog::default_logger()),
         listen_fd_(listen_fd),
         buffer_(kReadChunk) {
+    if (config_.torch_store) torch_.emplace(config_.torch_store_max_bytes, TorchStoreLimits{});
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -105,13 +113,19 @@ class AgentChannelServer::Loop {
 
  private:
   struct Conn {
-    Conn(int socket, size_t max_frame) : fd(socket), reader(std::min(max_frame, kMaxHelloFrameBytes)) {}
+    Conn(int socket, uint64_t number, size_t max_frame)
+        : fd(socket), id(number), reader(std::min(max_frame, kMaxHelloFrameBytes)) {}
     const int fd;
+    const uint64_t id;  // unique for the loop's life (descriptors are reused): the torch store's name for it
     // Loop thread only.
-    enum class Phase { kPreface, kHello, kOpen } phase = Phase::kPreface;
+    enum class Phase { kPreface, kHello, kOpen, kTorchStore } phase = Phase::kPreface;
     FrameReader reader;
     SteadyClock::time_point hello_deadline;
     bool refusing = false;
+    bool spoke = false;   // sent a byte (a 1.13 worker's second TCPStore connection never does)
+    std::string address;  // an admitted agent's peer address (JobHosts)
+    std::string peer;     // a TCPStore connection's, for messages
+    size_t max_queued = kMaxQueuedBytes;
     // Guarded by mu: any thread queues answers.
     std::mutex mu;
     std::string out;
@@ -175,6 +189,7 @@ class AgentChannelServer::Loop {
       if (now >= next_scan) {
         next_scan = now + std::chrono::milliseconds(kLoopWaitMs);
         ExpireHellos(now);
+        SyncTorchEpoch();
       }
     }
   }
@@ -234,7 +249,7 @@ class AgentChannelServer::Loop {
       }
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      auto conn = std::make_shared<Conn>(fd, config_.max_message_bytes);
+      auto conn = std::make_shared<Conn>(fd, next_id_++, config_.max_message_bytes);
       conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;
       conns_.emplace(fd, conn);
       // Data that arrived before this is reported at once: adding a ready descriptor raises its first edge.
@@ -249,6 +264,11 @@ class AgentChannelServer::Loop {
       ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
       if (n > 0) {
         if (conn->refusing) continue;  // its answer is on the way; the rest is not read
+        if (conn->phase == Conn::Phase::kTorchStore) {
+          FeedTorchStore(conn, std::string_view(buffer_.data(), static_cast<size_t>(n)));
+          if (conn->dead) return;  // retired with an earlier epoch
+          continue;
+        }
         conn->reader.Append(buffer_.data(), static_cast<size_t>(n));
         ProcessFrames(conn);
         continue;
@@ -260,20 +280,26 @@ class AgentChannelServer::Loop {
     }
   }
 
-  // Whether the connection is the agent channel's and its preface has been read; a connection that speaks
-  // anything else goes to gRPC before a byte of it is read.
+  // Whether the connection is the agent channel's and its preface has been read, or TCPStore's (nothing
+  // read: its first request starts at the first byte); a connection that speaks anything else goes to gRPC
+  // before a byte of it is read.
   bool ReadPreface(const ConnPtr& conn) {
-    char head[kAgentChannelPreface.size()];
+    char head[kAgentChannelPreface.size()];  // also holds TCPStore's 5 bytes to tell its dialects apart
     ssize_t n = ::recv(conn->fd, head, sizeof head, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
     if (n <= 0) {
       Drop(conn);
       return false;
     }
+    conn->spoke = true;
     const std::string_view seen(head, static_cast<size_t>(n));
     if (!MayBeAgentPreface(seen)) {
-      HandOff(conn);
-      return false;
+      const TorchStoreSniff sniff = torch_ ? SniffTorchStore(seen) : TorchStoreSniff::kNotTorchStore;
+      if (sniff == TorchStoreSniff::kNotTorchStore) {
+        HandOff(conn);
+        return false;
+      }
+      return OpenTorchStore(conn, sniff);
     }
     if (seen.size() < kAgentChannelPreface.size()) return false;  // the rest comes with the next edge
     [[maybe_unused]] ssize_t taken = ::recv(conn->fd, head, sizeof head, 0);
@@ -328,6 +354,8 @@ class AgentChannelServer::Loop {
       } else {
         conn->phase = Conn::Phase::kOpen;
         conn->reader.set_max_frame_bytes(config_.max_message_bytes);
+        conn->address = PeerAddress(conn->fd);
+        job_hosts_.Add(conn->address);
         ++open_;
       }
       return;
@@ -471,11 +499,20 @@ class AgentChannelServer::Loop {
 
   // Any thread, also under the service's lock (event sinks): appends and leaves the writing to the loop.
   void Queue(const ConnPtr& conn, const v1::CoordinatorFrame& frame, bool then_close = false) {
+    QueueWith(conn, then_close, [&frame](std::string* out) { AppendFrame(frame, out); });
+  }
+
+  void QueueBytes(const ConnPtr& conn, std::string_view bytes, bool then_close = false) {
+    QueueWith(conn, then_close, [bytes](std::string* out) { out->append(bytes); });
+  }
+
+  template <typename Append>
+  void QueueWith(const ConnPtr& conn, bool then_close, const Append& append) {
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead || conn->closing) return;
-      AppendFrame(frame, &conn->out);
-      if (then_close || conn->out.size() - conn->out_sent > kMaxQueuedBytes) conn->closing = true;
+      append(&conn->out);
+      if (then_close || conn->out.size() - conn->out_sent > conn->max_queued) conn->closing = true;
       if (conn->dirty) return;
       conn->dirty = true;
     }
@@ -543,8 +580,9 @@ class AgentChannelServer::Loop {
     if (drop) Drop(conn);
   }
 
-  // Loop thread; never under conn->mu (detaching runs the service, whose sinks take it).
-  void Drop(const ConnPtr& conn) {
+  // Loop thread; never under conn->mu (detaching runs the service, whose sinks take it). `drain`: read
+  // away what the peer sent first, so that the close is orderly; a stranger's connection is just closed.
+  void Drop(const ConnPtr& conn, bool drain = true) {
     std::vector<Conn::WireNode> nodes;
     {
       std::lock_guard lock(conn->mu);
@@ -553,11 +591,18 @@ class AgentChannelServer::Loop {
       nodes = std::exchange(conn->nodes, {});
       conn->out.clear();
     }
-    if (conn->phase == Conn::Phase::kOpen) --open_;
+    if (conn->phase == Conn::Phase::kOpen) {
+      --open_;
+      job_hosts_.Remove(conn->address);
+    }
+    if (conn->phase == Conn::Phase::kTorchStore) {
+      torch_->Close(conn->id);
+      torch_conns_.erase(conn->id);
+    }
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     // What the agent sent and nobody read would make close() reset the connection, and a reset can discard
     // the last answer before the agent reads it: read it away, then end our side in order.
-    while (::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
+    while (drain && ::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
     }
     ::shutdown(conn->fd, SHUT_WR);
     ::close(conn->fd);
@@ -568,16 +613,89 @@ class AgentChannelServer::Loop {
   void ExpireHellos(SteadyClock::time_point now) {
     std::vector<ConnPtr> late;
     for (auto& [fd, conn] : conns_) {
-      if ((conn->phase != Conn::Phase::kOpen || conn->refusing) && now >= conn->hello_deadline) {
-        late.push_back(conn);
-      }
+      const bool served = conn->phase == Conn::Phase::kOpen || conn->phase == Conn::Phase::kTorchStore;
+      if ((!served || conn->refusing) && now >= conn->hello_deadline) late.push_back(conn);
     }
     for (const ConnPtr& conn : late) {
+      if (conn->phase == Conn::Phase::kPreface && !conn->spoke && torch_ && MayUseTorchStore(*conn)) {
+        // torch 1.13's second connection to its store (for WATCH_KEY callbacks) never sends a byte, and a
+        // worker whose connection is closed spins on it: a silent one from a job host is never timed out.
+        conn->hello_deadline = SteadyClock::time_point::max();
+        continue;
+      }
       if (conn->phase == Conn::Phase::kPreface || conn->refusing) {
         Drop(conn);  // said nothing to answer, or does not read its answer
       } else {
         Refuse(conn, {StatusCode::kDeadlineExceeded, "no hello within the hello timeout"});
       }
+    }
+  }
+
+  bool MayUseTorchStore(const Conn& conn) const {
+    const bool this_host =
+        config_.peer_is_this_host ? config_.peer_is_this_host(conn.fd) : PeerIsThisHost(conn.fd);
+    return !config_.torch_store_job_hosts_only || this_host || job_hosts_.Contains(PeerAddress(conn.fd));
+  }
+
+  // A connection whose first bytes are TCPStore's: from a stranger it is closed at once; else it is served
+  // from the next byte on (kNeedMore: once the bytes tell the dialects apart).
+  bool OpenTorchStore(const ConnPtr& conn, TorchStoreSniff sniff) {
+    if (!MayUseTorchStore(*conn)) {
+      const uint64_t n = ++strangers_;
+      if (n <= kStrangersLoggedInFull || n % kStrangerLogEvery == 0) {
+        log_->warn(
+            "refused a TCPStore connection from {}: the torch store serves only this host and the hosts of "
+            "this job's agents ({} refused so far)",
+            PeerName(conn->fd), n);
+      }
+      Drop(conn, /*drain=*/false);
+      return false;
+    }
+    if (sniff == TorchStoreSniff::kNeedMore)
+      return false;  // the rest of the 5 bytes comes with the next edge
+    SyncTorchEpoch();
+    conn->phase = Conn::Phase::kTorchStore;
+    conn->peer = PeerName(conn->fd);
+    conn->max_queued = kMaxTorchQueuedBytes;
+    torch_->Open(conn->id,
+                 sniff == TorchStoreSniff::kModern ? TorchStoreDialect::kModern : TorchStoreDialect::kLegacy);
+    torch_conns_.emplace(conn->id, conn);
+    return true;
+  }
+
+  void FeedTorchStore(const ConnPtr& conn, std::string_view bytes) {
+    SyncTorchEpoch();
+    if (conn->dead) return;
+    TorchStorePortOutput out = torch_->Feed(conn->id, bytes);
+    for (const TorchStoreReply& reply : out.replies) {
+      auto it = torch_conns_.find(reply.connection);
+      if (it != torch_conns_.end()) QueueBytes(it->second, reply.bytes);
+    }
+    if (out.error.empty()) return;
+    // torch's servers close such a connection too: its client throws, and the service goes on.
+    log_->warn("closed the TCPStore connection from {}: {}", conn->peer, out.error);
+    conn->refusing = true;
+    conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;  // to write what came before
+    QueueBytes(conn, {}, /*then_close=*/true);
+  }
+
+  // The job's epoch (the service's round) moved on: the torch store starts empty, and the connections of
+  // the round that is over are closed (its workers are gone or going; none may read the new keys).
+  void SyncTorchEpoch() {
+    if (!torch_) return;
+    const int round = service_.CurrentRound();
+    if (round <= torch_epoch_) return;
+    torch_epoch_ = round;
+    std::vector<uint64_t> retired = torch_->StartEpoch(round);
+    if (!retired.empty()) {
+      log_->debug("epoch {}: a fresh torch store; closing {} TCPStore connection(s) of earlier epochs", round,
+                  retired.size());
+    }
+    for (uint64_t id : retired) {
+      auto it = torch_conns_.find(id);
+      if (it == torch_conns_.end()) continue;
+      ConnPtr conn = it->second;  // Drop erases the map's
+      Drop(conn);
     }
   }
 
@@ -615,6 +733,13 @@ class AgentChannelServer::Loop {
   std::vector<char> buffer_;                // the loop's read buffer
   std::unordered_map<int, ConnPtr> conns_;  // loop thread only
   std::atomic<size_t> open_{0};
+  uint64_t next_id_ = 1;  // loop thread
+  JobHosts job_hosts_;    // loop thread: addresses of admitted agents
+  // PyTorch's store, when served (loop thread): its connections by id, the epoch it is in.
+  std::optional<TorchStorePort> torch_;
+  std::unordered_map<uint64_t, ConnPtr> torch_conns_;
+  int torch_epoch_ = 0;
+  uint64_t strangers_ = 0;
   bool closed_all_ = false;  // loop thread
 
   std::mutex queued_mu_;

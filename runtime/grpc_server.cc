@@ -116,6 +116,9 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     AgentChannelConfig channel;
     channel.token = config_.token;
     channel.max_message_bytes = config_.max_message_bytes;
+    channel.torch_store = config_.torch_store;
+    channel.torch_store_max_bytes = config_.torch_store_max_bytes;
+    channel.torch_store_job_hosts_only = config_.torch_store_job_hosts_only;
     channel.log = log_;
     channel.hand_off = [this](int fd, const std::string& peer) {
       {

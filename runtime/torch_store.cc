@@ -66,6 +66,7 @@ std::vector<uint64_t> TorchStore::StartEpoch(int64_t epoch) {
   waiting_on_.clear();
   kv_.clear();
   queues_.clear();
+  bytes_ = 0;
   return retired;
 }
 
@@ -77,6 +78,53 @@ int64_t TorchStore::epoch() const {
 size_t TorchStore::size() const {
   std::lock_guard lock(mu_);
   return kv_.size();
+}
+
+size_t TorchStore::bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+
+size_t TorchStore::ValueBytes(const std::string& key) const {
+  auto it = kv_.find(key);
+  return it == kv_.end() ? 0 : key.size() + it->second.size();
+}
+
+std::string TorchStore::CheckRoom(const TorchStoreRequest& request) const {
+  size_t grows = 0;
+  const auto& keys = request.keys;
+  const auto& values = request.values;
+  // A value replaced frees what it held (a COMPARE_SET or ADD that ends up storing nothing is counted as
+  // if it stored: the limit is a bound, not an exact sum).
+  auto replacing = [this](const std::string& key, size_t value_bytes) {
+    const size_t now = ValueBytes(key);
+    const size_t after = key.size() + value_bytes;
+    return after > now ? after - now : 0;
+  };
+  switch (request.op) {
+    case TorchStoreOp::kSet:
+      grows = replacing(keys.at(0), values.at(0).size());
+      break;
+    case TorchStoreOp::kAppend:
+    case TorchStoreOp::kQueuePush:
+      grows = keys.at(0).size() + values.at(0).size();
+      break;
+    case TorchStoreOp::kCompareSet:
+      grows = replacing(keys.at(0), values.at(1).size());
+      break;
+    case TorchStoreOp::kAdd:
+      grows = replacing(keys.at(0), 20);  // an int64 in decimal
+      break;
+    case TorchStoreOp::kMultiSet:
+      for (size_t i = 0; i < keys.size(); ++i) grows += keys[i].size() + values.at(i).size();
+      break;
+    default:
+      return {};
+  }
+  if (bytes_ + grows <= max_bytes_) return {};
+  return std::string(TorchStoreOpName(request.op)) + " of " + std::to_string(grows) +
+         " bytes: the store holds " + std::to_string(bytes_) + " of its " + std::to_string(max_bytes_) +
+         " bytes (keys, values and queued items)";
 }
 
 bool TorchStore::Exists(const std::string& key) const {
@@ -115,6 +163,7 @@ void TorchStore::WakeOne(const std::string& key, std::vector<TorchStoreReply>* r
 }
 
 void TorchStore::Set(const std::string& key, std::string value, std::vector<TorchStoreReply>* replies) {
+  bytes_ = bytes_ - ValueBytes(key) + key.size() + value.size();
   kv_[key] = std::move(value);
   WakeAll(key, replies);
 }
@@ -143,7 +192,8 @@ TorchStoreOutcome TorchStore::HandleRequest(uint64_t connection, const TorchStor
                     std::to_string(epoch_);
     return outcome;
   }
-  Handle(request, connection, &outcome);
+  outcome.error = CheckRoom(request);
+  if (outcome.error.empty()) Handle(request, connection, &outcome);
   return outcome;
 }
 
@@ -233,10 +283,13 @@ void TorchStore::Handle(const TorchStoreRequest& request, uint64_t connection, T
       AppendTorchStoreByte(kTorchStoreWatchRegistered, &reply);
       break;
     case TorchStoreOp::kDeleteKey:  // wakes nobody: a waiter waits for keys to appear
+      bytes_ -= ValueBytes(request.keys.at(0));
       AppendTorchStoreInt64(static_cast<int64_t>(kv_.erase(request.keys.at(0))), &reply);
       break;
     case TorchStoreOp::kAppend:
+      bytes_ -= ValueBytes(request.keys.at(0));
       kv_[request.keys.at(0)] += request.values.at(0);
+      bytes_ += ValueBytes(request.keys.at(0));
       WakeAll(request.keys.at(0), &woken);
       replies = false;
       break;
@@ -257,6 +310,7 @@ void TorchStore::Handle(const TorchStoreRequest& request, uint64_t connection, T
       break;
     case TorchStoreOp::kQueuePush:
       queues_[request.keys.at(0)].push_back(request.values.at(0));
+      bytes_ += request.keys.at(0).size() + request.values.at(0).size();
       WakeOne(request.keys.at(0), &woken);
       replies = false;
       break;
@@ -266,6 +320,7 @@ void TorchStore::Handle(const TorchStoreRequest& request, uint64_t connection, T
       AppendTorchStoreInt64(static_cast<int64_t>(length), &reply);
       if (length > 0) {
         AppendTorchStoreBytes(it->second.front(), &reply);
+        bytes_ -= it->first.size() + it->second.front().size();
         it->second.pop_front();
         if (it->second.empty()) queues_.erase(it);
       }

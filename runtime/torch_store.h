@@ -45,7 +45,9 @@ struct TorchStoreOutcome {
 
 class TorchStore {
  public:
-  TorchStore() = default;
+  // `max_bytes`: keys, values and queued items together; a write past it is refused (its connection is
+  // closed), so that a runaway client cannot take node 0's memory.
+  explicit TorchStore(size_t max_bytes = size_t{1} << 30) : max_bytes_(max_bytes) {}
   TorchStore(const TorchStore&) = delete;
   TorchStore& operator=(const TorchStore&) = delete;
 
@@ -65,6 +67,8 @@ class TorchStore {
 
   // Keys in the key-value map (queues apart), for tests and status.
   size_t size() const;
+  // What counts against max_bytes now.
+  size_t bytes() const;
 
  private:
   struct Waiter {
@@ -83,10 +87,15 @@ class TorchStore {
   void WakeOne(const std::string& key, std::vector<TorchStoreReply>* replies);
   void CountKey(uint64_t waiter_id, std::vector<TorchStoreReply>* replies);
   void Set(const std::string& key, std::string value, std::vector<TorchStoreReply>* replies);
+  // The bytes `request` would add at most; an error naming the limit when they do not fit.
+  std::string CheckRoom(const TorchStoreRequest& request) const;
+  size_t ValueBytes(const std::string& key) const;
   void DropWaiters(Connection& connection);
   void Handle(const TorchStoreRequest& request, uint64_t connection, TorchStoreOutcome* outcome);
 
   mutable std::mutex mu_;
+  const size_t max_bytes_;
+  size_t bytes_ = 0;
   int64_t epoch_ = 0;
   std::unordered_map<std::string, std::string> kv_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;

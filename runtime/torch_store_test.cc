@@ -302,5 +302,30 @@ TEST_F(TorchStoreTest, ANewEpochStartsWithAnEmptyKeyspaceAndRetiresOldConnection
   EXPECT_EQ(store.StartEpoch(2), (std::vector<uint64_t>{7}));
 }
 
+TEST(TorchStoreLimitTest, AWritePastTheSizeLimitIsRefusedAndFreedBytesCountAgain) {
+  TorchStore small(100);
+  small.Connected(1);
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kSet, {"key"}, {std::string(60, 'x')})).error, "");
+  EXPECT_EQ(small.bytes(), 63u);
+  // Overwriting counts the difference; a second 60-byte value under another key does not fit.
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kSet, {"key"}, {std::string(50, 'y')})).error, "");
+  EXPECT_EQ(small.bytes(), 53u);
+  TorchStoreOutcome refused = small.HandleRequest(1, Req(Op::kSet, {"other"}, {std::string(60, 'z')}));
+  EXPECT_NE(refused.error.find("SET of 65 bytes: the store holds 53 of its 100 bytes"), std::string::npos)
+      << refused.error;
+  EXPECT_TRUE(refused.replies.empty());
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kQueuePush, {"q"}, {std::string(60, 'z')})).error.empty(), false);
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kDeleteKey, {"key"})).error, "");
+  EXPECT_EQ(small.bytes(), 0u);
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kQueuePush, {"q"}, {std::string(60, 'z')})).error, "");
+  EXPECT_EQ(small.bytes(), 61u);
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kQueuePop, {"q"})).error, "");
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kAppend, {"a"}, {"12"})).error, "");
+  EXPECT_EQ(small.HandleRequest(1, Req(Op::kAppend, {"a"}, {"34"})).error, "");
+  EXPECT_EQ(small.bytes(), 5u);
+  small.StartEpoch(1);
+  EXPECT_EQ(small.bytes(), 0u);
+}
+
 }  // namespace
 }  // namespace distrun

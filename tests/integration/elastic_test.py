@@ -54,9 +54,11 @@ class Elastic(MultiNodeCase):
 
     def test_every_epoch_gets_fresh_ports(self):
         # A fenced node's workers, or the last epoch's store, must never be reached on the new epoch's ports.
+        # (With distrun's torch store, the default, MASTER_PORT is the runtime's port and each epoch gets a
+        # fresh keyspace instead: torch_test.py.)
         script = ('echo "$DISTRUN_EPOCH $MASTER_PORT $JAX_COORDINATOR_ADDRESS" >> $OUT/ports; '
                   'echo up > $OUT/up-$NODE-$DISTRUN_EPOCH; if [ $DISTRUN_EPOCH = 0 ]; then sleep 60; fi')
-        nodes = self.start_nodes([1, 1, 1], script, "--nnodes", "2:3")
+        nodes = self.start_nodes([1, 1, 1], script, "--nnodes", "2:3", "--torch-store", "rank0")
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
         nodes[2].kill()
         self.assertEqual([r[0] for r in self.finish(nodes[:2])], [0, 0])
