@@ -70,6 +70,16 @@ std::string SpareNodes(const ElasticRange& e, int units) {
                                   : std::to_string(e.min_nodes) + "-" + std::to_string(units - 1);
 }
 
+std::string TorchStoreName(const Options& options) {
+  return options.torch_store == TorchStoreHost::kDistrun ? "distrun" : "rank0";
+}
+
+std::string TorchStoreText(const Options& options) {
+  return options.torch_store == TorchStoreHost::kDistrun
+             ? "distrun, on the coordinator's port (MASTER_ADDR:MASTER_PORT; a fresh keyspace each epoch)"
+             : "rank 0's worker binds MASTER_PORT (--torch-store rank0)";
+}
+
 std::string TextReport(const Plan& plan, const Options& options) {
   const Topology& t = plan.topology;
   const JobAssignment& a = plan.assignment;
@@ -82,6 +92,7 @@ std::string TextReport(const Plan& plan, const Options& options) {
   };
   line("method", t.method + " (" + LaunchModeName(plan.layout.mode) + ")");
   line("coordinator", a.coordinator_address.empty() ? "unknown (see the warning)" : a.coordinator_address);
+  if (options.export_torch) line("torch store", TorchStoreText(options));
   line("processes", std::to_string(a.num_processes) + " in the job, " +
                         std::to_string(plan.layout.local_workers) + " started here");
   line("nodes", std::to_string(a.num_nodes) + ", this is node " + std::to_string(a.node_rank));
@@ -213,6 +224,7 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
       {"gpus", GpusReport(plan.layout.node_gpus)},
       {"gpu_source", plan.layout.gpu_source},
       {"cpu_bind", CpuBindName(options.cpu_bind)},
+      {"torch_store", options.export_torch ? ReportValue(TorchStoreName(options)) : ReportValue(nullptr)},
       {"run_id", a.run_id},
       {"elastic", options.elastic
                       ? ReportValue(ReportMap{

@@ -120,6 +120,7 @@ TEST(DetectReport, PerTaskContent) {
   EXPECT_EQ(doc["method"].as<std::string>(), "slurm");
   EXPECT_EQ(doc["launch_mode"].as<std::string>(), "per-task");
   EXPECT_EQ(doc["coordinator_address"].as<std::string>(), "node001:61497");
+  EXPECT_EQ(doc["torch_store"].as<std::string>(), "distrun");
   EXPECT_EQ(doc["num_processes"].as<int>(), 8);
   EXPECT_EQ(doc["num_nodes"].as<int>(), 2);
   EXPECT_EQ(doc["node_rank"].as<int>(), 1);
