@@ -80,7 +80,7 @@ std::string TorchStoreText(const Options& options) {
              : "rank 0's worker binds MASTER_PORT (--torch-store rank0)";
 }
 
-std::string TextReport(const Plan& plan, const Options& options) {
+std::string TextReport(const Plan& plan, const Options& options, const std::string& protection) {
   const Topology& t = plan.topology;
   const JobAssignment& a = plan.assignment;
   const bool per_task = plan.layout.mode == LaunchMode::kPerTask;
@@ -92,6 +92,7 @@ std::string TextReport(const Plan& plan, const Options& options) {
   };
   line("method", t.method + " (" + LaunchModeName(plan.layout.mode) + ")");
   line("coordinator", a.coordinator_address.empty() ? "unknown (see the warning)" : a.coordinator_address);
+  if (!protection.empty()) line("protection", protection);
   if (options.export_torch) line("torch store", TorchStoreText(options));
   line("processes", std::to_string(a.num_processes) + " in the job, " +
                         std::to_string(plan.layout.local_workers) + " started here");
@@ -202,7 +203,7 @@ std::string EnvReport(const Plan& plan, const ReportValue& report) {
 
 }  // namespace
 
-ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
+ReportValue BuildDetectReport(const Plan& plan, const Options& options, const std::string& protection) {
   const Topology& t = plan.topology;
   const JobAssignment& a = plan.assignment;
   const bool per_task = plan.layout.mode == LaunchMode::kPerTask;
@@ -224,6 +225,7 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
       {"gpus", GpusReport(plan.layout.node_gpus)},
       {"gpu_source", plan.layout.gpu_source},
       {"cpu_bind", CpuBindName(options.cpu_bind)},
+      {"protection", protection.empty() ? ReportValue(nullptr) : ReportValue(protection)},
       {"torch_store", options.export_torch ? ReportValue(TorchStoreName(options)) : ReportValue(nullptr)},
       {"run_id", a.run_id},
       {"elastic", options.elastic
@@ -245,18 +247,18 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options) {
   return m;
 }
 
-std::string RenderDetectReport(const Plan& plan, const Options& options) {
+std::string RenderDetectReport(const Plan& plan, const Options& options, const std::string& protection) {
   switch (options.format) {
     case DetectFormat::kJson:
-      return ToJson(BuildDetectReport(plan, options));
+      return ToJson(BuildDetectReport(plan, options, protection));
     case DetectFormat::kYaml:
-      return ToYaml(BuildDetectReport(plan, options));
+      return ToYaml(BuildDetectReport(plan, options, protection));
     case DetectFormat::kEnv:
-      return EnvReport(plan, BuildDetectReport(plan, options));
+      return EnvReport(plan, BuildDetectReport(plan, options, protection));
     case DetectFormat::kText:
-      return TextReport(plan, options);
+      return TextReport(plan, options, protection);
   }
-  return TextReport(plan, options);
+  return TextReport(plan, options, protection);
 }
 
 }  // namespace distrun

@@ -10,10 +10,11 @@
 
 namespace distrun {
 
-ReportValue BuildDetectReport(const Plan& plan, const Options& options);
+// `protection`: which protection the job would have (JobProtection::Describe); empty: not shown.
+ReportValue BuildDetectReport(const Plan& plan, const Options& options, const std::string& protection = "");
 
 // The report in `options.format`. Text and env formats leave the warnings out of the result; the caller
 // prints them on stderr (env adds them as shell comments too).
-std::string RenderDetectReport(const Plan& plan, const Options& options);
+std::string RenderDetectReport(const Plan& plan, const Options& options, const std::string& protection = "");
 
 }  // namespace distrun

@@ -16,6 +16,7 @@
 #include "launcher/command_line.h"
 #include "launcher/config_file.h"
 #include "launcher/detect_report.h"
+#include "launcher/job_protection.h"
 #include "launcher/kv_command.h"
 #include "launcher/options.h"
 #include "launcher/output.h"
@@ -97,7 +98,13 @@ int Run(int argc, const char* const* argv) {
 
   if (cl.action == Action::kDetect || cl.action == Action::kDryRun) {
     if (options.format == DetectFormat::kText || options.format == DetectFormat::kEnv) PrintWarnings(plan);
-    std::string report = RenderDetectReport(plan, options);
+    std::string protection;
+    try {
+      protection = ResolveProtection(plan, options, env).Describe();
+    } catch (const UsageError& e) {
+      protection = std::string("unusable: ") + e.what();  // a launch would stop with this
+    }
+    std::string report = RenderDetectReport(plan, options, protection);
     if (cl.action == Action::kDryRun && options.format == DetectFormat::kText) {
       std::string cmd;
       for (const auto& a : options.command) cmd += (cmd.empty() ? "" : " ") + a;

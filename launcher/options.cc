@@ -372,6 +372,25 @@ const std::vector<OptionSpec> kTable = {
        o.initialization_timeout_s = ParseSeconds(where, v);
        if (o.initialization_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
      }},
+    {"munge", "auto|off|require",
+     "agents prove their user to node 0 with munge: auto (multi-host jobs without a job token, where munged "
+     "answers), off, require (fail where munge does not work)",
+     "auto",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "auto")
+         o.munge = MungeUse::kAuto;
+       else if (v == "off")
+         o.munge = MungeUse::kOff;
+       else if (v == "require")
+         o.munge = MungeUse::kRequire;
+       else
+         Bad(where, v, "use auto, off or require");
+     }},
+    {"munge-socket", "PATH", "munged's socket (default: libmunge's, /run/munge/munge.socket.2)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "give the path of munged's socket");
+       o.munge_socket = v;
+     }},
     {"coordinator-bind-address", "ADDRESS",
      "where node 0's runtime service listens (default: the coordinator host; loopback in local mode)",
      nullptr,

@@ -22,6 +22,9 @@ enum class CpuBind { kNone, kGpu, kNuma };
 // Who serves PyTorch's store (MASTER_ADDR:MASTER_PORT): node 0's distrun on its coordinator port (torch's
 // agent-store mode), or worker rank 0 (torch's own TCPStore server, bound by the worker).
 enum class TorchStoreHost { kDistrun, kRank0 };
+// Whether agents prove their user with munge (launcher/job_protection.h): where it works and no job token
+// was given (auto), never (off), or always, failing where munge does not work (require).
+enum class MungeUse { kAuto, kOff, kRequire };
 
 struct Options {
   ExplicitTopology topology;              // detection method and explicit values
@@ -69,7 +72,9 @@ struct Options {
   std::optional<std::vector<int>> ranks_filter;  // console only
 
   // The runtime (runtime/): the coordination service hosted by node 0 and this node's agent.
-  std::optional<std::string> token_file;                // the job token, when DISTRUN_TOKEN is not set
+  std::optional<std::string> token_file;  // the job token, when DISTRUN_TOKEN is not set
+  MungeUse munge = MungeUse::kAuto;
+  std::optional<std::string> munge_socket;              // munged's socket; unset: libmunge's default
   double heartbeat_timeout_s = 10;                      // silence after which a node counts as lost
   double initialization_timeout_s = 300;                // how long rendezvous waits for every node
   std::optional<std::string> coordinator_bind_address;  // where node 0's service listens

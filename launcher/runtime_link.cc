@@ -1,6 +1,7 @@
 #include "launcher/runtime_link.h"
 
 #include <spdlog/logger.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include "detect/parse.h"
 #include "launcher/stacks_view.h"
 #include "runtime/agent.h"
+#include "runtime/agent_identity.h"
 #include "runtime/grpc_server.h"
 #include "runtime/service.h"
 #include "runtime/token_check.h"
@@ -30,60 +32,8 @@ constexpr auto kElasticFailureHold = 200ms;
 // Beyond a heartbeat interval, how long a silent node gets to kill its workers before the next epoch's start.
 constexpr auto kFenceMargin = 100ms;
 
-// How a user makes a job token; the messages about tokens show it.
-constexpr char kTokenRecipe[] = "export DISTRUN_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')";
-
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-std::string RandomHex(size_t digits) {
-  std::random_device rd;
-  std::uniform_int_distribution<unsigned> nibble(0, 15);
-  std::string out;
-  for (size_t i = 0; i < digits; ++i) out += "0123456789abcdef"[nibble(rd)];
-  return out;
-}
-
-std::string ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    throw UsageError("cannot read --token-file '" + path + "' (" + std::strerror(errno) +
-                     "); create it with: head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n' > " + path);
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string token(Trim(text.str()));
-  if (token.empty()) {
-    throw UsageError("--token-file '" + path + "' is empty; put the job token in it (one line)");
-  }
-  if (std::string problem = TokenProblem(token); !problem.empty()) {
-    throw UsageError("the token in --token-file '" + path + "' " + problem + "; put one token of up to " +
-                     std::to_string(kMaxTokenBytes) + " printable characters on one line");
-  }
-  return token;
-}
-
-// Every distrun of the job computes the same value from what they share; anyone who knows the job can too.
-std::string DerivedToken(const Plan& plan) {
-  std::string identity = "distrun-job/" + plan.topology.job_id + "/" + plan.assignment.coordinator_address;
-  uint64_t hash = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : identity) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-  return std::string("job-") + text;
-}
-
-bool SingleHost(const Plan& plan) {
-  const Topology& t = plan.topology;
-  // A loopback coordinator can only serve distrun processes on this machine (detection warns otherwise).
-  if (IsLoopbackHost(t.coordinator_host)) return true;
-  if (t.num_nodes > 1) return false;
-  return t.hosts.size() <= 1 || std::all_of(t.hosts.begin(), t.hosts.end(),
-                                            [&](const std::string& h) { return h == t.hosts.front(); });
 }
 
 JobDecision ToDecision(const JobEvent& e) {
@@ -126,20 +76,6 @@ JobDecision ToDecision(const JobEvent& e) {
 
 }  // namespace
 
-JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env) {
-  if (const std::string* t = env.Get("DISTRUN_TOKEN"); t != nullptr && !t->empty()) {
-    if (std::string problem = TokenProblem(*t); !problem.empty()) {
-      throw UsageError("DISTRUN_TOKEN " + problem + "; set it to one token of up to " +
-                       std::to_string(kMaxTokenBytes) + " printable characters, e.g. " + kTokenRecipe);
-    }
-    return {*t, false};
-  }
-  if (options.token_file) return {ReadTokenFile(*options.token_file), false};
-  if (plan.topology.job_token && !plan.topology.job_token->empty()) return {*plan.topology.job_token, false};
-  if (plan.layout.units == 1) return {RandomHex(32), false, true};
-  return {DerivedToken(plan), true, true};
-}
-
 RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
                          std::shared_ptr<spdlog::logger> log, const std::string& leaving)
     : log_(std::move(log)),
@@ -148,8 +84,9 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
       seats_are_nodes_(options.elastic.has_value()),
       fresh_master_port_(options.elastic && !plan.topology.master_port),
       fresh_jax_port_(options.elastic && !options.jax_coordinator_port && !plan.topology.jax_port) {
-  JobToken token = ResolveJobToken(plan, options, env);
-  token_ = token.value;
+  protection_ = ResolveProtection(plan, options, env);
+  const JobToken& token = protection_.token;
+  token_ = protection_.worker_token;
   if (options.join) {
     CheckArrival(plan, token);
   } else if (num_nodes_ > 1 && !plan.topology.coordinator_port) {
@@ -168,11 +105,14 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
                      " the launcher started; start between " + std::to_string(options.elastic->min_nodes) +
                      " and " + std::to_string(options.elastic->max_nodes) + " of them, or change --nnodes");
   }
-  if (token.insecure && !SingleHost(plan)) {
+  if (protection_.kind == JobProtection::Kind::kNone) {
     log_->warn(
-        "no job token (DISTRUN_TOKEN or --token-file): anything that reaches {} can join or stop this job; "
-        "set one for every node, e.g. in the batch script: {}",
+        "no job token (DISTRUN_TOKEN or --token-file) and no munge{}: anything that reaches {} can join or "
+        "stop this job; set a token for every node, e.g. in the batch script: {}",
+        protection_.munge_problem.empty() ? std::string() : " (" + protection_.munge_problem + ")",
         plan.assignment.coordinator_address, kTokenRecipe);
+  } else if (node_rank_ == 0 && protection_.kind != JobProtection::Kind::kLoopback) {
+    log_->info("protection: {}", protection_.Describe());
   }
 
   const bool single_host = !options.join && SingleHost(plan);
@@ -195,7 +135,9 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   config.coordinator_address = worker_address_;
   // Node 0's agent reaches the service in its own process without a socket; the others connect.
   if (server_) config.in_process_channel = server_->InProcessChannel();
-  config.token = token_;
+  // Node 0's agent calls the service in-process with the workers' token; the others say the agents' in their
+  // hello and, with munge, prove their user.
+  config.token = node_rank_ == 0 ? token_ : token.value;
   config.join.node_rank = node_rank_;
   config.join.num_nodes = num_nodes_;
   config.join.host = node_rank_ == 0 ? plan.assignment.process0_host : env.hostname;
@@ -210,6 +152,18 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   if (node_rank_ == 0) {
     config.join.proposed_master_port = plan.assignment.master_port.value_or(0);
     config.join.proposed_jax_port = plan.assignment.jax_port.value_or(0);
+  }
+  if (protection_.kind == JobProtection::Kind::kMunge && node_rank_ != 0) {
+    AgentIdentity identity;
+    identity.port = ParseHostPort("coordinator address", worker_address_).port.value_or(0);
+    identity.node_rank = node_rank_;
+    identity.run_id = config.join.run_id;
+    config.credential = [munge = protection_.munge, payload = AgentIdentityPayload(identity), log = log_] {
+      std::string why;
+      std::optional<std::string> credential = munge->Encode(payload, &why);
+      if (!credential) log->error("this node cannot prove its user to node 0: {}", why);
+      return credential.value_or("");
+    };
   }
   config.join.leaving = leaving;
   config.join.arriving = options.join.has_value();
@@ -263,11 +217,19 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
     // heartbeat interval; then it needs a moment to kill its workers.
     sc.fence_wait = HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_) + kFenceMargin;
   }
+  if (token_ != protection_.token.value) sc.worker_token = token_;  // made here: every node learns it
   service_ = std::make_unique<CoordinationService>(std::move(sc));
 
   GrpcServerConfig gc;
   gc.token = token_;
+  gc.agent_token = protection_.token.value;
   gc.log = log_;
+  if (protection_.kind == JobProtection::Kind::kMunge) {
+    gc.munge = protection_.munge;
+    gc.admission.uid = ::geteuid();
+    gc.admission.run_id = plan.assignment.run_id;
+    gc.munge_alone = protection_.token.insecure;
+  }
   gc.torch_store = options.torch_store == TorchStoreHost::kDistrun;
   if (SingleHost(plan)) {
     gc.address = worker_address_;
@@ -318,7 +280,7 @@ void RuntimeLink::CheckArrival(const Plan& plan, const JobToken& token) const {
         "--join works in per-node mode (one distrun per host, --launch-mode per-node); a late "
         "task of a per-task job cannot take ranks of its own");
   }
-  if (token.made_up) {
+  if (token.made_up && protection_.kind != JobProtection::Kind::kMunge) {
     throw UsageError(
         "--join needs the job's token: set DISTRUN_TOKEN (or --token-file) to the one the job's "
         "other distrun processes use");
@@ -350,6 +312,7 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   if (na.master_port > 0) a.master_port = na.master_port;
   if (na.jax_port > 0) a.jax_port = na.jax_port;
   if (!na.run_id.empty()) a.run_id = na.run_id;
+  if (!na.worker_token.empty()) token_ = na.worker_token;
   a.restart_count = na.restart_round;
   // The epoch's world: an elastic job's node ranks change as nodes are lost; a spare gets no seat. (In
   // per-task mode a node is a host with all of its distrun processes.)

@@ -11,6 +11,7 @@
 
 #include "detect/environment.h"
 #include "launcher/job_link.h"
+#include "launcher/job_protection.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
 
@@ -23,17 +24,6 @@ namespace distrun {
 class Agent;
 class CoordinationService;
 class GrpcServer;
-
-// The job token: DISTRUN_TOKEN, else --token-file, else the one detection handed out (MPI probe), else a
-// fresh random one when this distrun is the whole job. Otherwise the token is derived from the job's
-// identity, which keeps jobs apart but is no secret: `insecure` says so. Throws UsageError for an unusable
-// token file.
-struct JobToken {
-  std::string value;
-  bool insecure = false;
-  bool made_up = false;  // random or derived here, not given: a node arriving later cannot know it
-};
-JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env);
 
 class RuntimeLink final : public JobLink {
  public:
@@ -69,7 +59,8 @@ class RuntimeLink final : public JobLink {
   static constexpr int kArrivingNode = -1;  // node_rank_ of an arrival until the coordinator admits it
 
   std::shared_ptr<spdlog::logger> log_;
-  std::string token_;
+  JobProtection protection_;
+  std::string token_;  // the workers' (DISTRUN_TOKEN): node 0's, learnt at rendezvous where node 0 made it
   int node_rank_ = 0;
   int num_nodes_ = 1;
   bool seats_are_nodes_ = false;    // an elastic job: the epoch's node ranks are the workers'

@@ -24,6 +24,7 @@ AgentChannelOptions ChannelOptions(const AgentConfig& config, const NodeJoin& fi
   AgentChannelOptions o;
   o.address = config.coordinator_address;
   o.token = config.token;
+  o.credential = config.credential;
   o.node_rank = config.join.node_rank;
   o.first_join = first_join;
   return o;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +25,8 @@ struct AgentConfig {
   // Node 0's agent lives in the process that hosts the service: its in-process channel (GrpcClientConfig).
   std::shared_ptr<grpc::Channel> in_process_channel;
   std::string token;
+  // Remote agents: a fresh munge credential for each hello (AgentChannelOptions::credential).
+  std::function<std::string()> credential;
   NodeJoin join;  // this node; restart_round is filled in by the agent
   std::chrono::milliseconds initialization_timeout{300'000};
   std::chrono::milliseconds heartbeat_interval{1'000};

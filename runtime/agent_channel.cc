@@ -76,6 +76,7 @@ void AgentChannel::Run() {
     if (fd >= 0) {
       v1::AgentFrame hello;
       hello.mutable_hello()->set_token(options_.token);
+      if (options_.credential) hello.mutable_hello()->set_munge_credential(options_.credential());
       v1::AgentFrame first;
       first.mutable_liveness()->set_node_rank(options_.node_rank);
       if (options_.first_join) ToProto(*options_.first_join, first.mutable_liveness()->mutable_join());

@@ -23,6 +23,8 @@ namespace distrun {
 struct AgentChannelOptions {
   std::string address;  // the coordinator, host:port or [v6]:port
   std::string token;
+  // A munge credential for each connection's hello (each can be used once); null or empty: none.
+  std::function<std::string()> credential;
   int node_rank = 0;
   std::optional<NodeJoin> first_join;  // joins with the first message
   size_t max_message_bytes = 4 << 20;

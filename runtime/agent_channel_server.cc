@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/agent_frames.h"
+#include "runtime/credential_checks.h"
 #include "runtime/distrun.pb.h"
 #include "runtime/job_hosts.h"
 #include "runtime/proto_convert.h"
@@ -71,6 +72,16 @@ class AgentChannelServer::Loop {
         listen_fd_(listen_fd),
         buffer_(kReadChunk) {
     if (config_.torch_store) torch_.emplace(config_.torch_store_max_bytes, TorchStoreLimits{});
+    if (config_.munge) {
+      checks_ = std::make_unique<CredentialChecks>(config_.munge, config_.admission,
+                                                   [this](uint64_t id, const AdmissionVerdict& verdict) {
+                                                     {
+                                                       std::lock_guard lock(verdicts_mu_);
+                                                       verdicts_.emplace_back(id, verdict);
+                                                     }
+                                                     Wake();
+                                                   });
+    }
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -85,6 +96,7 @@ class AgentChannelServer::Loop {
   }
 
   ~Loop() {
+    checks_.reset();  // its verdicts wake this loop
     stop_.store(true);
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(stop_fd_, &one, sizeof one);
@@ -122,6 +134,8 @@ class AgentChannelServer::Loop {
     FrameReader reader;
     SteadyClock::time_point hello_deadline;
     bool refusing = false;
+    bool verifying = false;              // its hello's munge credential is being checked; frames wait
+    std::optional<int> credential_node;  // the node its credential was made for
     bool spoke = false;   // sent a byte (a 1.13 worker's second TCPStore connection never does)
     std::string address;  // an admitted agent's peer address (JobHosts)
     std::string peer;     // a TCPStore connection's, for messages
@@ -183,6 +197,7 @@ class AgentChannelServer::Loop {
         }
       }
       AddAccepted();
+      ApplyVerdicts();
       FlushQueued();
       if (close_requested_pending()) CloseEverything();
       const auto now = SteadyClock::now();
@@ -323,7 +338,7 @@ class AgentChannelServer::Loop {
 
   void ProcessFrames(const ConnPtr& conn) {
     std::string_view frame;
-    while (!conn->refusing) {
+    while (!conn->refusing && !conn->verifying) {
       switch (conn->reader.Next(&frame)) {
         case FrameReader::Result::kNeedMore:
           return;
@@ -348,15 +363,20 @@ class AgentChannelServer::Loop {
     if (conn->phase == Conn::Phase::kHello) {
       if (!message.has_hello()) {
         Refuse(conn, {StatusCode::kUnauthenticated, "the first message must be a hello with the job token"});
-      } else if (!SameToken(config_.token, message.hello().token())) {
+      } else if (config_.check_token && !SameToken(config_.token, message.hello().token())) {
         if (config_.refused) config_.refused(PeerName(conn->fd));
         Refuse(conn, {StatusCode::kUnauthenticated, "missing or wrong job token"});
+      } else if (checks_ && message.hello().munge_credential().empty()) {
+        RefuseAgent(
+            conn,
+            "its hello carried no munge credential, which this job requires (munge did not work on its "
+            "host: see that node's log)");
+      } else if (checks_) {
+        conn->verifying = true;
+        verifying_.emplace(conn->id, conn);
+        checks_->Submit(conn->id, message.hello().munge_credential());
       } else {
-        conn->phase = Conn::Phase::kOpen;
-        conn->reader.set_max_frame_bytes(config_.max_message_bytes);
-        conn->address = PeerAddress(conn->fd);
-        job_hosts_.Add(conn->address);
-        ++open_;
+        Admit(conn);
       }
       return;
     }
@@ -372,6 +392,47 @@ class AgentChannelServer::Loop {
         return;
       default:
         return;  // a frame of a newer minor version: nothing to do with it
+    }
+  }
+
+  void Admit(const ConnPtr& conn) {
+    conn->phase = Conn::Phase::kOpen;
+    conn->reader.set_max_frame_bytes(config_.max_message_bytes);
+    conn->address = PeerAddress(conn->fd);
+    job_hosts_.Add(conn->address);
+    ++open_;
+  }
+
+  // A refused agent: one line here (the first few, then every this-many-th), the reason on its connection.
+  void RefuseAgent(const ConnPtr& conn, const std::string& why) {
+    const uint64_t n = ++agents_refused_;
+    if (n <= kStrangersLoggedInFull || n % kStrangerLogEvery == 0) {
+      log_->warn("refused an agent from {}: {} ({} refused so far)", PeerName(conn->fd), why, n);
+    }
+    Refuse(conn, {StatusCode::kUnauthenticated, "node 0 refused this node: " + why});
+  }
+
+  // Loop thread: the credential checks' verdicts; an admitted agent's frames that waited are read now.
+  void ApplyVerdicts() {
+    std::vector<std::pair<uint64_t, AdmissionVerdict>> verdicts;
+    {
+      std::lock_guard lock(verdicts_mu_);
+      verdicts.swap(verdicts_);
+    }
+    for (auto& [id, verdict] : verdicts) {
+      auto it = verifying_.find(id);
+      if (it == verifying_.end()) continue;
+      ConnPtr conn = it->second;
+      verifying_.erase(it);
+      conn->verifying = false;
+      if (conn->dead || conn->refusing) continue;
+      if (!verdict.refusal.empty()) {
+        RefuseAgent(conn, verdict.refusal);
+        continue;
+      }
+      conn->credential_node = verdict.node_rank;
+      Admit(conn);
+      ProcessFrames(conn);
     }
   }
 
@@ -393,6 +454,11 @@ class AgentChannelServer::Loop {
       }
     }
     if (!id) {
+      if (conn->credential_node && *conn->credential_node != wire) {
+        RefuseAgent(conn, "its munge credential was made for node " + std::to_string(*conn->credential_node) +
+                              ", not node " + std::to_string(wire));
+        return;
+      }
       if (wire < 0 && message.has_join() && message.join().arriving()) {
         Status s = service_.Admit(FromProto(message.join()), &node);
         if (!s.ok()) {
@@ -599,6 +665,7 @@ class AgentChannelServer::Loop {
       torch_->Close(conn->id);
       torch_conns_.erase(conn->id);
     }
+    verifying_.erase(conn->id);
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     // What the agent sent and nobody read would make close() reset the connection, and a reset can discard
     // the last answer before the agent reads it: read it away, then end our side in order.
@@ -740,6 +807,12 @@ class AgentChannelServer::Loop {
   std::unordered_map<uint64_t, ConnPtr> torch_conns_;
   int torch_epoch_ = 0;
   uint64_t strangers_ = 0;
+  uint64_t agents_refused_ = 0;
+  // munge credentials (loop thread: the connections waiting for a verdict).
+  std::unique_ptr<CredentialChecks> checks_;
+  std::unordered_map<uint64_t, ConnPtr> verifying_;
+  std::mutex verdicts_mu_;
+  std::vector<std::pair<uint64_t, AdmissionVerdict>> verdicts_;
   bool closed_all_ = false;  // loop thread
 
   std::mutex queued_mu_;

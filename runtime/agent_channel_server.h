@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/agent_identity.h"
+#include "runtime/munge_credentials.h"
 #include "runtime/service.h"
 #include "runtime/token_check.h"
 
@@ -35,6 +37,11 @@ struct AgentChannelConfig {
   std::function<void(int fd, const std::string& peer)> hand_off;
   // A hello with a wrong token, from `peer`; the caller counts and logs refusals.
   std::function<void(const std::string& peer)> refused;
+  // Set: besides the token, a hello must carry a munge credential that `admission` accepts (checked off the
+  // loop, credential_checks.h); the agent is admitted once it is.
+  std::shared_ptr<const MungeCredentials> munge;
+  AdmissionPolicy admission;
+  bool check_token = true;  // false: with munge, the credential alone admits
   // PyTorch's TCPStore (GrpcServerConfig's fields of the same names); off: such connections are handed off.
   bool torch_store = false;
   size_t torch_store_max_bytes = size_t{1} << 30;

@@ -114,7 +114,11 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       throw std::runtime_error("the runtime cannot start its gRPC server for " + config_.address);
     }
     AgentChannelConfig channel;
-    channel.token = config_.token;
+    channel.token = config_.agent_token.empty() ? config_.token : config_.agent_token;
+    channel.munge = config_.munge;
+    channel.check_token = !(config_.munge && config_.munge_alone);
+    channel.admission = config_.admission;
+    channel.admission.port = port_;
     channel.max_message_bytes = config_.max_message_bytes;
     channel.torch_store = config_.torch_store;
     channel.torch_store_max_bytes = config_.torch_store_max_bytes;

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/agent_identity.h"
+#include "runtime/munge_credentials.h"
 #include "runtime/service.h"
 
 namespace grpc {
@@ -23,6 +25,15 @@ struct GrpcServerConfig {
   std::string address = "127.0.0.1:0";  // host:port ([v6]:port); port 0: the OS picks one
   bool loopback_only = false;           // local mode: refuse an address other hosts could reach
   std::string token;                    // the job token every call must present; never logged
+  // What agents' hellos must carry on the agent channel; empty: `token`. Differs where node 0 made the
+  // workers' token (munge).
+  std::string agent_token;
+  // Set: agents must also present a munge credential that `admission` accepts (its port is filled in).
+  std::shared_ptr<const MungeCredentials> munge;
+  AdmissionPolicy admission;
+  // With munge: the credential alone admits an agent (the agents' token was derived from the job's
+  // identity, no secret, and a node arriving later may derive another).
+  bool munge_alone = false;
   size_t max_message_bytes = 4 << 20;
   // PyTorch's TCPStore protocol on the same port (runtime/torch_store.h): workers' init_process_group
   // with TORCHELASTIC_USE_AGENT_STORE=True. Off: such connections are handed to gRPC, which drops them.

@@ -116,6 +116,7 @@ void ToProto(const NodeAssignment& in, v1::Assignment* out) {
   out->set_restart_round(in.restart_round);
   out->set_spare(in.spare);
   out->set_agent(in.agent);
+  out->set_worker_token(in.worker_token);
 }
 
 NodeAssignment FromProto(const v1::Assignment& in) {
@@ -131,6 +132,7 @@ NodeAssignment FromProto(const v1::Assignment& in) {
   a.restart_round = in.restart_round();
   a.spare = in.spare();
   a.agent = in.agent();
+  a.worker_token = in.worker_token();
   return a;
 }
 

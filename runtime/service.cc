@@ -232,6 +232,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
   common.jax_port = first.proposed_jax_port;
   common.run_id = config_.run_id.empty() ? first.run_id : config_.run_id;
   common.restart_round = round_;
+  common.worker_token = config_.worker_token;
   assignments_.clear();
   offset = 0;
   int node_rank = -1;

@@ -55,6 +55,9 @@ struct ServiceConfig {
   std::chrono::milliseconds scale_up_notice{0};
   int max_restarts = 0;
   std::string run_id;
+  // Handed to every node with its assignment, for its workers (DISTRUN_TOKEN); empty: none (the workers
+  // use the token the nodes already share).
+  std::string worker_token;
   std::vector<std::string> expected_hosts;  // by node rank, where known: names missing nodes in messages
   std::chrono::milliseconds initialization_timeout{300'000};
   std::chrono::milliseconds heartbeat_timeout{100'000};

@@ -77,6 +77,7 @@ struct NodeAssignment {
   int restart_round = 0;
   bool spare = false;  // a hot spare this epoch: no workers; node_rank is -1
   int agent = 0;       // the node's identity for the job's life: its launch node rank, or an arrival's number
+  std::string worker_token;  // node 0's token for the workers (munge-protected jobs); empty: the agents'
 };
 
 struct FailedWorker {

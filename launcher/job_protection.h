@@ -1,0 +1,62 @@
+#pragma once
+// What keeps strangers out of a job (DESIGN §4.4): who may join node 0's runtime as an agent, and the token
+// workers present to it. In order of preference:
+// - loopback: a single-host job's runtime listens on loopback only (and a fresh random token);
+// - munge: agents prove their user with a munge credential bound to the job (runtime/agent_identity.h) and
+//   node 0 admits only its own user's; it makes the workers' token and hands it to each admitted node;
+// - token: a job token the user or the launcher gave (DISTRUN_TOKEN, --token-file, the MPI probe's);
+// - none: a token derived from the job's identity, which anyone who knows the job can compute.
+// A user token and `--munge require` together need both.
+
+#include <memory>
+#include <string>
+
+#include "detect/environment.h"
+#include "launcher/options.h"
+#include "launcher/plan.h"
+#include "runtime/munge_credentials.h"
+
+namespace distrun {
+
+// How a user makes a job token; the messages about tokens show it.
+inline constexpr char kTokenRecipe[] =
+    "export DISTRUN_TOKEN=$(head -c16 /dev/urandom | od -An -tx1 | tr -d ' \\n')";
+
+// The job token: DISTRUN_TOKEN, else --token-file, else the one detection handed out (MPI probe), else a
+// fresh random one when this distrun is the whole job. Otherwise the token is derived from the job's
+// identity, which keeps jobs apart but is no secret: `insecure` says so. Throws UsageError for an unusable
+// token file.
+struct JobToken {
+  std::string value;
+  bool insecure = false;
+  bool made_up = false;  // random or derived here, not given: a node arriving later cannot know it
+};
+JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env);
+
+// Whether every distrun and worker of the job runs on this host (the runtime then listens on loopback).
+bool SingleHost(const Plan& plan);
+
+// Digits of randomness for tokens.
+std::string RandomHex(size_t digits);
+
+struct JobProtection {
+  enum class Kind { kLoopback, kMunge, kToken, kNone };
+  Kind kind = Kind::kNone;
+  JobToken token;  // what agents present in their hello
+  // What workers get as DISTRUN_TOKEN and every gRPC call must carry. Node 0's is the job's; with munge
+  // another node learns it at rendezvous (NodeAssignment::worker_token).
+  std::string worker_token;
+  // Set where this node proves its user (every hello carries a fresh credential) and, on node 0, checks
+  // the agents'.
+  std::shared_ptr<const MungeCredentials> munge;
+  std::string munge_problem;  // why munge is not in force, where it was tried
+
+  // One line for --detect and the startup log: which protection is in force.
+  std::string Describe() const;
+};
+
+// Decides this node's protection; probes munged (a millisecond) where munge may be used. Throws UsageError
+// for an unusable token, or where --munge require finds munge not working.
+JobProtection ResolveProtection(const Plan& plan, const Options& options, const Environment& env);
+
+}  // namespace distrun
