@@ -22,8 +22,10 @@
 
 #include "runtime/agent_channel_server.h"
 #include "runtime/agent_frames.h"
+#include "runtime/agent_identity.h"
 #include "runtime/distrun.pb.h"
 #include "runtime/grpc_server.h"
+#include "runtime/munge_test_daemon.h"
 #include "runtime/proto_convert.h"
 
 namespace distrun {
@@ -70,10 +72,11 @@ class RawPeer {
     AppendFrame(frame, &out);
     Send(out);
   }
-  void Hello(const std::string& token = kToken) {
+  void Hello(const std::string& token = kToken, const std::string& credential = "") {
     Send(kAgentChannelPreface);
     v1::AgentFrame hello;
     hello.mutable_hello()->set_token(token);
+    if (!credential.empty()) hello.mutable_hello()->set_munge_credential(credential);
     Send(hello);
   }
 
@@ -374,6 +377,122 @@ TEST_F(ChannelServerTest, CloseAllTellsEveryAgentWhy) {
   EXPECT_EQ(server->connections(), 0u);
   RawPeer late(port);  // after CloseAll: closed at once
   EXPECT_TRUE(late.ClosedWithin(5s));
+}
+
+// Agents that must prove their user with munge, against a private munged (munge_test_daemon.h).
+class MungeChannelTest : public ChannelServerTest {
+ protected:
+  void SetUp() override {
+    if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
+    std::string why;
+    munge = MungeCredentials::Load(daemon.socket(), &why);
+    if (!munge) GTEST_SKIP() << why;
+    ServiceConfig sc;
+    sc.num_nodes = 2;
+    sc.initialization_timeout = 20s;
+    sc.heartbeat_timeout = 20s;
+    service = std::make_unique<CoordinationService>(sc);
+    int listen_fd = ListenLoopback(&port);
+    AgentChannelConfig c;
+    c.token = kToken;
+    c.hello_timeout = 10s;
+    c.munge = munge;
+    c.admission.uid = ::geteuid();
+    c.admission.port = port;
+    c.admission.run_id = "r1";
+    c.log = std::make_shared<spdlog::logger>("munge", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+    server = std::make_unique<AgentChannelServer>(*service, listen_fd, std::move(c));
+  }
+
+  std::string Credential(int node, const std::string& run_id = "r1", int for_port = 0) {
+    std::string why;
+    auto c = munge->Encode(AgentIdentityPayload({for_port ? for_port : port, node, run_id}), &why);
+    EXPECT_TRUE(c) << why;
+    return c.value_or("");
+  }
+
+  // The refusal's message, or what came instead.
+  static std::string Refusal(RawPeer& p) {
+    auto frame = p.Next();
+    if (!frame) return "<closed>";
+    if (!frame->has_refused()) return "<not a refusal>";
+    return frame->refused().message();
+  }
+
+  testing::MungeTestDaemon daemon;
+  std::shared_ptr<MungeCredentials> munge;
+  std::ostringstream log;
+};
+
+TEST_F(MungeChannelTest, AnAgentOfTheJobsUserIsAdmittedAndItsWaitingFramesAreRead) {
+  RawPeer p(port);
+  p.Hello(kToken, Credential(1));
+  p.Send(Liveness(1, Node(1, 2)));  // sent before the credential was checked: read after
+  auto attached = p.Next();
+  ASSERT_TRUE(attached && attached->has_event()) << log.str();
+  EXPECT_EQ(attached->node_rank(), 1);
+  EXPECT_EQ(server->connections(), 1u);
+}
+
+TEST_F(MungeChannelTest, ACredentialAdmitsOneHelloOnly) {
+  const std::string credential = Credential(1);
+  RawPeer first(port);
+  first.Hello(kToken, credential);
+  first.Send(Liveness(1, Node(1, 2)));
+  ASSERT_TRUE(first.Next());
+  RawPeer replay(port);
+  replay.Hello(kToken, credential);
+  EXPECT_NE(Refusal(replay).find("node 0 refused this node: a replayed munge credential"), std::string::npos);
+  EXPECT_TRUE(replay.ClosedWithin(5s));
+  EXPECT_NE(log.str().find("refused an agent from 127.0.0.1:"), std::string::npos) << log.str();
+}
+
+TEST_F(MungeChannelTest, CredentialsOfAnotherJobPortOrNodeAreRefused) {
+  RawPeer other_run(port);
+  other_run.Hello(kToken, Credential(1, "r2"));
+  EXPECT_NE(Refusal(other_run).find("made for run r2, not this job's (r1)"), std::string::npos);
+  RawPeer other_port(port);
+  other_port.Hello(kToken, Credential(1, "r1", port + 1));
+  EXPECT_NE(Refusal(other_port).find("made for a coordinator on port"), std::string::npos);
+  RawPeer other_node(port);
+  other_node.Hello(kToken, Credential(0));
+  other_node.Send(Liveness(1, Node(1, 2)));
+  EXPECT_NE(Refusal(other_node).find("made for node 0, not node 1"), std::string::npos);
+  RawPeer none(port);
+  none.Hello(kToken);
+  EXPECT_NE(Refusal(none).find("carried no munge credential"), std::string::npos);
+  RawPeer wrong_token(port);  // the token is still checked
+  wrong_token.Hello("guess", Credential(1));
+  EXPECT_EQ(Refusal(wrong_token), "missing or wrong job token");
+  EXPECT_EQ(server->connections(), 0u);
+}
+
+TEST_F(MungeChannelTest, AnotherUsersCredentialIsRefused) {
+  // munge's own client, run as another user, makes the credential.
+  const std::string payload = AgentIdentityPayload({port, 1, "r1"});
+  const std::string command = "setpriv --reuid 4242 --regid 4242 --clear-groups munge --socket " +
+                              daemon.socket() + " --string '" + payload + "' 2>&1";
+  std::string credential;
+  if (FILE* out = ::popen(command.c_str(), "r")) {
+    char buf[4096];
+    while (size_t n = std::fread(buf, 1, sizeof buf, out)) credential.append(buf, n);
+    ::pclose(out);
+  }
+  while (!credential.empty() && credential.back() == '\n') credential.pop_back();
+  if (!credential.starts_with("MUNGE:")) GTEST_SKIP() << "no credential as uid 4242: " << credential;
+  RawPeer p(port);
+  p.Hello(kToken, credential);
+  EXPECT_NE(Refusal(p).find("its munge credential is uid 4242's, not the job's user (uid " +
+                            std::to_string(::geteuid()) + ")"),
+            std::string::npos);
+}
+
+TEST_F(MungeChannelTest, MungedDownRefusesWithItsReason) {
+  const std::string credential = Credential(1);
+  daemon.Stop();
+  RawPeer p(port);
+  p.Hello(kToken, credential);
+  EXPECT_NE(Refusal(p).find("munged does not answer at " + daemon.socket()), std::string::npos);
 }
 
 // Both sides together, behind the server the launcher runs.

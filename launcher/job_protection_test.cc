@@ -1,9 +1,10 @@
-#include "launcher/runtime_link.h"
+#include "launcher/job_protection.h"
 
 #include <gtest/gtest.h>
 
 #include "detect/errors.h"
 #include "detect/test_temp_root.h"
+#include "runtime/munge_test_daemon.h"
 #include "runtime/token_check.h"
 #include "test_support.h"
 
@@ -107,6 +108,77 @@ TEST(JobToken, SeveralDistrunsWithoutATokenShareOneDerivedFromTheJobAndSaySo) {
   EXPECT_TRUE(a.insecure);
   EXPECT_EQ(a.value, b.value);
   EXPECT_NE(a.value, other_job.value);
+}
+
+// A job of `nodes` distrun processes on as many hosts.
+Plan HostsJob(int nodes) {
+  Plan plan = JobOf(nodes);
+  plan.topology.num_nodes = nodes;
+  for (int i = 1; i <= nodes; ++i) plan.topology.hosts.push_back("node" + std::to_string(i));
+  return plan;
+}
+
+class JobProtectionTest : public ::testing::Test {
+ protected:
+  Options WithSocket(MungeUse use, const std::string& socket) {
+    Options o;
+    o.munge = use;
+    o.munge_socket = socket;
+    return o;
+  }
+  testing::MungeTestDaemon daemon;
+};
+
+TEST_F(JobProtectionTest, ASingleHostJobIsProtectedByLoopbackAndNeedsNoMunge) {
+  JobProtection p = ResolveProtection(JobOf(1), Options{}, MakeEnv({}));
+  EXPECT_EQ(p.kind, JobProtection::Kind::kLoopback);
+  EXPECT_FALSE(p.munge);
+  EXPECT_EQ(p.worker_token, p.token.value);
+}
+
+TEST_F(JobProtectionTest, WithoutATokenMungeProtectsAMultiHostJobAndNodeZeroMakesTheWorkersToken) {
+  if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
+  JobProtection p = ResolveProtection(HostsJob(3), WithSocket(MungeUse::kAuto, daemon.socket()), MakeEnv({}));
+  EXPECT_EQ(p.kind, JobProtection::Kind::kMunge);
+  ASSERT_TRUE(p.munge);
+  EXPECT_TRUE(p.token.insecure);
+  EXPECT_EQ(p.worker_token.size(), 32u);
+  EXPECT_NE(p.worker_token, p.token.value);  // the derived token is no secret: never the workers'
+  EXPECT_EQ(p.Describe(), "munge: node 0 admits agents of its own user only and hands the workers its token");
+}
+
+TEST_F(JobProtectionTest, AUserTokenIsEnoughUnlessMungeIsRequired) {
+  if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
+  auto env = MakeEnv({{"DISTRUN_TOKEN", "users-secret"}});
+  JobProtection token = ResolveProtection(HostsJob(2), WithSocket(MungeUse::kAuto, daemon.socket()), env);
+  EXPECT_EQ(token.kind, JobProtection::Kind::kToken);
+  EXPECT_FALSE(token.munge);
+  EXPECT_EQ(token.worker_token, "users-secret");
+  JobProtection both = ResolveProtection(HostsJob(2), WithSocket(MungeUse::kRequire, daemon.socket()), env);
+  EXPECT_EQ(both.kind, JobProtection::Kind::kMunge);
+  EXPECT_TRUE(both.munge);
+  EXPECT_EQ(both.worker_token, "users-secret");
+  EXPECT_NE(both.Describe().find("; and the job token"), std::string::npos);
+}
+
+TEST_F(JobProtectionTest, WithoutMungeTheJobIsUnprotectedAndSaysWhyOrRequireStopsIt) {
+  const std::string missing = "/nonexistent/munge.socket";
+  JobProtection none = ResolveProtection(HostsJob(2), WithSocket(MungeUse::kAuto, missing), MakeEnv({}));
+  EXPECT_EQ(none.kind, JobProtection::Kind::kNone);
+  EXPECT_FALSE(none.munge);
+  EXPECT_EQ(none.worker_token, none.token.value);  // as before munge: the derived token
+  EXPECT_NE(none.Describe().find("none: no job token, and munge does not work: "), std::string::npos)
+      << none.Describe();
+  JobProtection off = ResolveProtection(HostsJob(2), WithSocket(MungeUse::kOff, missing), MakeEnv({}));
+  EXPECT_EQ(off.Describe(), "none: no job token and munge is off");
+  try {
+    ResolveProtection(HostsJob(2), WithSocket(MungeUse::kRequire, missing), MakeEnv({}));
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--munge require, but "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("name its socket with --munge-socket"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
