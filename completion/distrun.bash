@@ -13,7 +13,7 @@ _distrun_value_options="--config --cluster-detection-method --coordinator-addres
   --scale-up-notice --change-signal --join --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
   --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
-  --cpu-bind --torch-store"
+  --cpu-bind --torch-store --munge --munge-socket"
 _distrun_verbs="kv barrier progress stacks status check"
 _distrun_kv_verbs="set get try-get wait add cas del ls"
 # distrun check [DISTRUN-OPTIONS] [-- CHECK-OPTIONS]: the options of its NCCL worker, after --.
@@ -32,6 +32,7 @@ _distrun_values() {
         --tag-output) words="auto on off" ;;
         --cpu-bind) words="none gpu numa" ;;
         --torch-store) words="distrun rank0" ;;
+        --munge) words="auto off require" ;;
         --elastic-policy) words="resize spares" ;;
         --scale-up) words="never next-restart now" ;;
         --change-signal) words="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
@@ -40,7 +41,7 @@ _distrun_values() {
         --stall-warning) words="off" ;;
         --export) list="torch jax keras distrun" ;;
         --forward-signals) list="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
-        --config | --token-file)
+        --config | --token-file | --munge-socket)
             compopt -o filenames 2>/dev/null
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             return ;;
