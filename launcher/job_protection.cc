@@ -102,11 +102,11 @@ JobProtection ResolveProtection(const Plan& plan, const Options& options, const 
     throw UsageError("--munge require, but " + p.munge_problem +
                      "; start munged, name its socket with --munge-socket, or use --munge auto");
   }
-  if (p.munge && (options.munge == MungeUse::kRequire || p.token.insecure)) {
+  // A token made up here (derived from the job's identity, or an arrival's own) protects nothing: munge
+  // replaces it, and the workers' comes from node 0 (another node's is replaced at rendezvous).
+  if (p.munge && (options.munge == MungeUse::kRequire || p.token.made_up)) {
     p.kind = JobProtection::Kind::kMunge;
-    // The derived token is no secret: the workers' comes from node 0 (another node's is replaced at
-    // rendezvous).
-    if (p.token.insecure) p.worker_token = RandomHex(32);
+    if (p.token.made_up) p.worker_token = RandomHex(32);
   } else {
     p.munge.reset();  // not needed: a token the user gave protects the job
     p.kind = p.token.insecure ? JobProtection::Kind::kNone : JobProtection::Kind::kToken;
@@ -122,7 +122,7 @@ std::string JobProtection::Describe() const {
       return std::string(
                  "munge: node 0 admits agents of its own user only and hands the workers its "
                  "token") +
-             (token.insecure ? "" : "; and the job token");
+             (token.made_up ? "" : "; and the job token");
     case Kind::kToken:
       return "the job token (DISTRUN_TOKEN, --token-file or the launcher's)";
     case Kind::kNone:

@@ -147,6 +147,16 @@ TEST_F(JobProtectionTest, WithoutATokenMungeProtectsAMultiHostJobAndNodeZeroMake
   EXPECT_EQ(p.Describe(), "munge: node 0 admits agents of its own user only and hands the workers its token");
 }
 
+TEST_F(JobProtectionTest, AnArrivalWithoutTheJobsTokenProvesItsUserWithMunge) {
+  if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
+  Options o = WithSocket(MungeUse::kAuto, daemon.socket());
+  o.join = "node1:61500";
+  JobProtection p = ResolveProtection(JobOf(1), o, MakeEnv({}));  // planned alone: its token is its own
+  EXPECT_EQ(p.kind, JobProtection::Kind::kMunge);
+  EXPECT_TRUE(p.munge);
+  EXPECT_EQ(p.Describe().find("and the job token"), std::string::npos);
+}
+
 TEST_F(JobProtectionTest, AUserTokenIsEnoughUnlessMungeIsRequired) {
   if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
   auto env = MakeEnv({{"DISTRUN_TOKEN", "users-secret"}});

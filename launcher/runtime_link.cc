@@ -228,7 +228,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
     gc.munge = protection_.munge;
     gc.admission.uid = ::geteuid();
     gc.admission.run_id = plan.assignment.run_id;
-    gc.munge_alone = protection_.token.insecure;
+    gc.munge_alone = protection_.token.made_up;
   }
   gc.torch_store = options.torch_store == TorchStoreHost::kDistrun;
   if (SingleHost(plan)) {

@@ -25,6 +25,7 @@
 #include "runtime/agent_identity.h"
 #include "runtime/distrun.pb.h"
 #include "runtime/grpc_server.h"
+#include "runtime/loopback_test_sockets.h"
 #include "runtime/munge_test_daemon.h"
 #include "runtime/proto_convert.h"
 
@@ -35,33 +36,10 @@ using namespace std::chrono_literals;
 
 constexpr char kToken[] = "channel-test-token";
 
-// A listening socket on 127.0.0.1, any port.
-int ListenLoopback(int* port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 64) != 0) {
-    ADD_FAILURE() << "cannot listen on 127.0.0.1";
-    return -1;
-  }
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  *port = ntohs(addr.sin_port);
-  return fd;
-}
-
 // A peer that speaks raw bytes.
 class RawPeer {
  public:
-  explicit RawPeer(int port) : reader_(1 << 20) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    EXPECT_EQ(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  }
+  explicit RawPeer(int port) : reader_(1 << 20) { fd_ = testing::ConnectLoopback(port); }
   ~RawPeer() { ::close(fd_); }
 
   void Send(std::string_view bytes) {
@@ -148,7 +126,7 @@ class ChannelServerTest : public ::testing::Test {
     c.hello_timeout = hello_timeout;
     c.hand_off = [this](int fd, const std::string& peer) { handed.set_value({fd, peer}); };
     c.refused = [this](const std::string& peer) { refused_from.push_back(peer); };
-    int listen_fd = ListenLoopback(&port);
+    int listen_fd = testing::ListenLoopback(&port);
     server = std::make_unique<AgentChannelServer>(*service, listen_fd, std::move(c));
   }
 
@@ -383,16 +361,15 @@ TEST_F(ChannelServerTest, CloseAllTellsEveryAgentWhy) {
 class MungeChannelTest : public ChannelServerTest {
  protected:
   void SetUp() override {
-    if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
     std::string why;
-    munge = MungeCredentials::Load(daemon.socket(), &why);
+    munge = daemon.Credentials(&why);
     if (!munge) GTEST_SKIP() << why;
     ServiceConfig sc;
     sc.num_nodes = 2;
     sc.initialization_timeout = 20s;
     sc.heartbeat_timeout = 20s;
     service = std::make_unique<CoordinationService>(sc);
-    int listen_fd = ListenLoopback(&port);
+    int listen_fd = testing::ListenLoopback(&port);
     AgentChannelConfig c;
     c.token = kToken;
     c.hello_timeout = 10s;
@@ -632,7 +609,7 @@ TEST_F(ChannelTest, TheCoordinatorsShutdownEndsTheChannelWithItsReason) {
 
 TEST_F(ChannelTest, NobodyListeningIsTriedAgainUntilClosed) {
   int port = 0;
-  int fd = ListenLoopback(&port);
+  int fd = testing::ListenLoopback(&port);
   ::close(fd);  // a port nobody listens on
   Events events;
   AgentChannelOptions o;

@@ -13,13 +13,12 @@ namespace {
 class MungeCredentialsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
     std::string why;
-    munge = MungeCredentials::Load(daemon.socket(), &why);
+    munge = daemon.Credentials(&why);
     if (!munge) GTEST_SKIP() << why;
   }
   testing::MungeTestDaemon daemon;
-  std::unique_ptr<MungeCredentials> munge;
+  std::shared_ptr<MungeCredentials> munge;
 };
 
 TEST_F(MungeCredentialsTest, ACredentialCarriesItsPayloadAndTheEncodersUserOnce) {

@@ -11,10 +11,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "runtime/munge_credentials.h"
 
 extern char** environ;
 
@@ -73,6 +76,14 @@ class MungeTestDaemon {
 
   // Empty when munged runs.
   const std::string& problem() const { return problem_; }
+  // libmunge for this munged; null with `why` (munged or libmunge missing: the caller skips).
+  std::shared_ptr<MungeCredentials> Credentials(std::string* why) const {
+    if (!problem_.empty()) {
+      *why = problem_;
+      return nullptr;
+    }
+    return MungeCredentials::Load(socket_, why);
+  }
   const std::string& socket() const { return socket_; }
 
   void Stop() {
