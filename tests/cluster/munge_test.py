@@ -235,11 +235,9 @@ exec {PYTHON} {TORCH_ALLREDUCE}
         node0 = self.start_on(NODES[0], [DISTRUN, *first, "--node-rank", "0", "--", worker], "node0")
         node1 = self.start_on(NODES[1], [DISTRUN, *first, "--node-rank", "1", "--", worker], "node1")
         self.wait_up([0, 1], node0, node1)
-        # uid 4242 arrives on node3 with a credential of its own user. (--munge require: under auto an
-        # arrival makes up a token of its own and does not try munge.)
+        # uid 4242 arrives on node3 (no token: it proves its user with munge, as its own).
         arrival = ["--join", f"{NODES[0]}:{port}", *job]
-        err = self.refused_arrival("stranger", [*AS_STRANGER, self.stranger_distrun(), *arrival, "--munge",
-                                                "require", "--", worker])
+        err = self.refused_arrival("stranger", [*AS_STRANGER, self.stranger_distrun(), *arrival, "--", worker])
         self.assertIn(f"rendezvous failed: cannot join the distrun runtime at {NODES[0]}:{port}: node 0 refused "
                       f"this node: its munge credential is uid {STRANGER_UID}'s, not the job's user (uid 0)", err)
         refusal = f"its munge credential is uid {STRANGER_UID}'s, not the job's user (uid 0) (1 refused so far)"
@@ -254,7 +252,7 @@ exec {PYTHON} {TORCH_ALLREDUCE}
                         self.read("node0.err"))
         self.assertFalse(os.path.exists(self.path("up-2")), "a refused agent's worker ran")
         # The seat the stranger wanted is still free: node 0's own user arrives there as node 2.
-        root = self.start_on(NODES[2], [DISTRUN, *arrival, "--munge", "require", "--", worker], "root-arrival")
+        root = self.start_on(NODES[2], [DISTRUN, *arrival, "--", worker], "root-arrival")
         self.assertTrue(wait_for(lambda: "admitted as node 2" in self.read("root-arrival.err"), timeout=BOUND),
                         self.read("root-arrival.err"))
         with open(self.path("go"), "w"):
