@@ -614,9 +614,12 @@ void Supervisor::CheckTimers(Clock::time_point now) {
     killed_ = true;
     give_up_at_ = now + kKillWait;
   } else if (killed_ && now >= give_up_at_ && !gave_up_) {
-    log_->error(
-        "processes of the job did not exit {}s after SIGKILL (stuck in the kernel?); giving up on them",
-        std::chrono::duration_cast<std::chrono::seconds>(kKillWait).count());
+    // A node that waits for the job's decision with nothing left (a hot spare) stays here: no error then.
+    if (!JobGone()) {
+      log_->error(
+          "processes of the job did not exit {}s after SIGKILL (stuck in the kernel?); giving up on them",
+          std::chrono::duration_cast<std::chrono::seconds>(kKillWait).count());
+    }
     gave_up_ = true;
     check_gone_ = true;
   }
