@@ -40,6 +40,8 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxQueuedBytes = 16 << 20;
 // A TCPStore client waits for each answer, but one MULTI_GET may ask for a whole request's worth.
 constexpr size_t kMaxTorchQueuedBytes = TorchStoreLimits{}.max_request_bytes + kMaxQueuedBytes;
+// What an agent may send while its munge credential is checked: its first messages, not more.
+constexpr size_t kMaxWhileVerifyingBytes = 1 << 20;
 // Refusals of strangers' TCPStore connections logged one by one; after that every this-many-th.
 constexpr uint64_t kStrangersLoggedInFull = 10;
 constexpr uint64_t kStrangerLogEvery = 1000;
@@ -285,6 +287,11 @@ class AgentChannelServer::Loop {
           continue;
         }
         conn->reader.Append(buffer_.data(), static_cast<size_t>(n));
+        if (conn->verifying && conn->reader.buffered() > kMaxWhileVerifyingBytes) {
+          RefuseAgent(conn, "it sent more than " + std::to_string(kMaxWhileVerifyingBytes) +
+                                " bytes before its credential was checked");
+          continue;
+        }
         ProcessFrames(conn);
         continue;
       }
