@@ -58,7 +58,9 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
                                    "--heartbeat-timeout-ms",
                                    std::to_string(options.heartbeat_timeout_ms),
                                    "--min-nodes",
-                                   std::to_string(options.min_nodes)};
+                                   std::to_string(options.min_nodes),
+                                   "--torch-store",
+                                   options.torch_store ? "1" : "0"};
   // A wrapper for diagnosis (valgrind --tool=massif, ...): it must run the coordinator in its own pid.
   if (const char* wrap = std::getenv("DISTRUN_BENCH_COORDINATOR_WRAPPER")) {
     std::istringstream words(wrap);
@@ -133,6 +135,7 @@ int CoordinatorMain(const Flags& flags) {
   gc.address = "127.0.0.1:0";
   gc.loopback_only = true;
   gc.token = kBenchToken;
+  gc.torch_store = flags.Int("torch-store", 0) != 0;
   gc.log = std::make_shared<spdlog::logger>("coordinator", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto server = std::make_unique<GrpcServer>(*service, gc);
   std::printf("port %d\n", server->port());

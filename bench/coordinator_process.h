@@ -19,6 +19,7 @@ struct CoordinatorOptions {
   int nodes = 1;
   int heartbeat_timeout_ms = 100'000;  // the service's default
   int min_nodes = 0;                   // > 0: an elastic job (--nnodes min_nodes:nodes, resize)
+  bool torch_store = false;            // serve PyTorch's TCPStore protocol on the port too
 };
 
 // malloc's view of the coordinator's heap (mallinfo2), bytes.
@@ -54,8 +55,9 @@ class CoordinatorProcess {
   bool stopped_ = false;
 };
 
-// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M]`: serves on 127.0.0.1:0,
-// prints "port P", serves until stdin closes, then prints "shutdown_s S".
+// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M] [--torch-store 0|1]`:
+// serves on 127.0.0.1:0 (with --torch-store 1 PyTorch's TCPStore protocol too, as GrpcServerConfig's
+// torch_store), prints "port P", serves until stdin closes, then prints "shutdown_s S".
 int CoordinatorMain(const Flags& flags);
 
 // Reads one line from `fd`, waiting up to `timeout_s`; empty at end of file or timeout.

@@ -66,7 +66,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   }
   if (which == "coordinator") {
     return distrun::bench::CoordinatorMain(
-        Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes"}));
+        Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store"}));
   }
   if (which == "elastic") {
     return distrun::bench::ElasticBench(
