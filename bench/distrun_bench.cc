@@ -12,6 +12,8 @@
 //   distrun-bench srun [--distrun PATH] [--nodes N] [--runs N] [--lab DIR]      (on the Slurm lab)
 //   distrun-bench elastic [--agents N[,N...]] [--trials K] [--threads T] [--heartbeat-timeout-ms MS]
 //   distrun-bench stack-merge [--stacks N[,N...]] [--frames F] [--threads T]
+//   distrun-bench torch-store [--ranks N[,N...]] [--ranks-per-connection K] [--threads T]
+//                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun]
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -35,12 +37,14 @@ int FailureWorkerMain(const Flags& flags);
 int SrunBench(const Flags& flags);
 int ElasticBench(const Flags& flags);
 int StackMergeBench(const Flags& flags);
+int TorchStoreBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
-    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge "
+    "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge|"
+    "torch-store "
     "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
@@ -74,6 +78,11 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   }
   if (which == "stack-merge") {
     return distrun::bench::StackMergeBench(Flags(argc, argv, 2, {"stacks", "frames", "threads"}));
+  }
+  if (which == "torch-store") {
+    return distrun::bench::TorchStoreBench(
+        Flags(argc, argv, 2,
+              {"ranks", "ranks-per-connection", "threads", "torch-timeout-s", "torch-max-ranks", "servers"}));
   }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {

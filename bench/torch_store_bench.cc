@@ -1,0 +1,421 @@
+// `distrun-bench torch-store --ranks N[,N...]`: N simulated PyTorch ranks initialise an NCCL process group
+// on a TCPStore (torch_clients.h: VALIDATE and PING for 2.2+, ADD "init/", the NCCL unique id SET by rank
+// 0 and WAITed for and read by the others, torch 2.x's store-based barrier), first against torch's own
+// server, then against distrun's store in both dialects, each server a fresh process of its own. Measured:
+// the time from the first connect to the last rank through the barrier, the server's CPU seconds (/proc of
+// its pid) and its peak RSS.
+//
+// Servers:
+// - torch: `torch.distributed.TCPStore(host, 0, N, is_master=True, wait_for_workers=False)` in a child
+//   /usr/bin/python3 (Debian's python3-torch 1.13; the python3 on PATH has no torch), which serves until
+//   its stdin closes. It speaks only the 1.13 dialect. Not run above --torch-max-ranks (default 10,000);
+//   a run longer than --torch-timeout-s (default 300) is stopped and recorded as "> cap".
+// - distrun: `distrun-bench coordinator --torch-store 1` (coordinator_process.h): the coordination service
+//   and its port as node 0's distrun serves them, with GrpcServerConfig::torch_store on; legacy (1.13) and
+//   modern (2.5+, VALIDATE then PING) clients in turn. A run longer than 600 s is stopped.
+//
+// Flags: --ranks-per-connection K (default 1 up to 16,000 ranks, then enough to stay at or under 16,000
+// connections: one process holds at most its descriptor limit, 20,000 here), --threads T (the simulation's
+// epoll loops, default 1: the machine has 2 cores and the server needs one), --servers torch,distrun.
+//
+// Output: a table per N and a JSON line at the end with every run.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator_process.h"
+#include "flags.h"
+#include "proc_stats.h"
+#include "torch_clients.h"
+
+extern char** environ;
+
+namespace distrun::bench {
+namespace {
+
+constexpr char kTorchPython[] = "/usr/bin/python3";
+// argv[1]: the world size. Prints "port P torch VERSION", then serves until stdin closes.
+constexpr char kTorchServerScript[] = R"py(
+import datetime, resource, sys
+# One descriptor per connection: as many as this process may have.
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1 << 20, 1 << 20))
+except (ValueError, OSError):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+import torch
+import torch.distributed as dist
+store = dist.TCPStore("127.0.0.1", 0, int(sys.argv[1]), True, timeout=datetime.timedelta(hours=2),
+                      wait_for_workers=False)
+print("port", store.port, "torch", torch.__version__, flush=True)
+sys.stdin.read()
+)py";
+constexpr int kDefaultMaxConnections = 16'000;
+constexpr double kDistrunTimeoutS = 600;
+
+// torch's TCPStore server in a Python child of its own.
+class TorchServerProcess {
+ public:
+  explicit TorchServerProcess(int world_size) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    }
+    std::vector<std::string> argv = {kTorchPython, "-c", kTorchServerScript, std::to_string(world_size)};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    const int rc = ::posix_spawn(&pid_, kTorchPython, &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    to_child_ = in[1];
+    from_child_ = out[0];
+    if (rc != 0) {
+      pid_ = -1;
+      Stop();
+      throw std::runtime_error(std::string("cannot start ") + kTorchPython + ": " + std::strerror(rc));
+    }
+    // Importing torch takes a few seconds.
+    const std::string line = ReadLine(from_child_, 120);
+    std::istringstream words(line);
+    std::string port_word, port, torch_word;
+    words >> port_word >> port >> torch_word >> version_;
+    if (port_word != "port" || torch_word != "torch") {
+      Stop();
+      throw std::runtime_error("torch's TCPStore server did not start (said '" + line + "')");
+    }
+    address_ = "127.0.0.1:" + port;
+  }
+  ~TorchServerProcess() { Stop(); }
+  TorchServerProcess(const TorchServerProcess&) = delete;
+  TorchServerProcess& operator=(const TorchServerProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::string& address() const { return address_; }
+  const std::string& version() const { return version_; }
+
+  // Closes the child's stdin, which ends it; SIGKILL when it has not ended 10 s later (a daemon thread
+  // still busy with a run that was cut short).
+  void Stop() {
+    if (to_child_ >= 0) ::close(std::exchange(to_child_, -1));
+    if (from_child_ >= 0) ::close(std::exchange(from_child_, -1));
+    if (pid_ <= 0) return;
+    const double deadline = MonotonicSeconds() + 10;
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (MonotonicSeconds() > deadline) {
+        ::kill(pid_, SIGKILL);  // only our own child, by its pid
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      ::usleep(10'000);
+    }
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  std::string address_;
+  std::string version_;
+};
+
+struct Config {
+  std::vector<int> ranks;
+  int per_connection = 0;  // 0: the default for each N
+  int threads = 1;
+  double torch_timeout_s = 300;
+  int torch_max_ranks = 10'000;
+  bool torch = true;
+  bool distrun = true;
+};
+
+// One run: a server, a dialect and a number of ranks.
+struct Row {
+  std::string server;  // "torch" or "distrun"
+  TorchStoreDialect dialect = TorchStoreDialect::kLegacy;
+  int ranks = 0;
+  int per_connection = 1;
+  int connections = 0;
+  std::string outcome = "passed";  // or "timeout", "failed: ...", "not run: ..."
+  bool ran = false;
+  double timeout_s = 0;
+  double wall_s = 0;  // to the last rank through the barrier (or to the failure or the timeout)
+  double init_s = 0;  // to the last rank's ADD "init/" answered
+  double uid_s = 0;   // to the last rank holding the NCCL id
+  int passed = 0;
+  double server_cpu_s = 0;
+  double client_cpu_s = 0;
+  double rss_start_mib = 0;
+  double rss_peak_mib = 0;
+  long long listen_overflows = 0;  // SYNs the server's accept queue dropped (TcpExtListenOverflows)
+  double ratio = 0;                // torch's wall / this row's, for distrun's rows; 0: none
+  bool ratio_is_floor = false;     // torch hit its cap: the ratio is at least this
+};
+
+const char* DialectWord(TorchStoreDialect d) { return d == TorchStoreDialect::kLegacy ? "legacy" : "modern"; }
+
+double SelfCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto tv = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return tv(u.ru_utime) + tv(u.ru_stime);
+}
+
+// TcpExt ListenOverflows from /proc/net/netstat (a header line of names, then one of values): SYNs dropped
+// because an accept queue was full; each costs its client a retransmission 1 s later, or 3 s, 7 s...
+long long ListenOverflows() {
+  std::ifstream in("/proc/net/netstat");
+  std::string names, values;
+  while (std::getline(in, names) && std::getline(in, values)) {
+    if (!names.starts_with("TcpExt:")) continue;
+    std::istringstream n(names), v(values);
+    std::string name, value;
+    while (n >> name && v >> value) {
+      if (name == "ListenOverflows") return std::stoll(value);
+    }
+  }
+  return 0;
+}
+
+double Mib(int64_t kb) { return static_cast<double>(kb) / 1024; }
+
+// The ranks of `row` against the server `pid` at `address`, until they passed or `row.timeout_s`.
+void Measure(Row& row, pid_t pid, const std::string& address, int threads) {
+  ::usleep(200'000);  // let the server settle before its baseline
+  row.ran = true;
+  row.rss_start_mib = Mib(ReadMemory(pid).rss_kb);
+  const double cpu_before = ReadCpuSeconds(pid);
+  const double self_before = SelfCpuSeconds();
+  const long long overflows_before = ListenOverflows();
+  TorchClients clients({.address = address,
+                        .dialect = row.dialect,
+                        .ranks = row.ranks,
+                        .per_connection = row.per_connection,
+                        .threads = threads});
+  clients.Start();
+  const bool passed = clients.WaitPassed(row.timeout_s);
+  const double elapsed = MonotonicSeconds() - clients.control().start.load();
+  row.server_cpu_s = ReadCpuSeconds(pid) - cpu_before;
+  row.client_cpu_s = SelfCpuSeconds() - self_before;
+  row.rss_peak_mib = Mib(ReadMemory(pid).hwm_kb);
+  row.listen_overflows = ListenOverflows() - overflows_before;
+  row.connections = clients.connections();
+  AgentProgress& p = clients.progress();
+  std::lock_guard lock(p.mu);
+  row.init_s = p.answered == row.ranks ? p.answered_at : 0;
+  row.uid_s = p.joined == row.ranks ? p.joined_at : 0;
+  row.passed = p.passed;
+  row.wall_s = passed ? p.passed_at : elapsed;
+  if (!passed) row.outcome = p.failed > 0 ? "failed: " + p.first_error : "timeout";
+}
+
+Row RunTorch(const Config& config, int ranks, int per_connection, std::string* version) {
+  Row row{.server = "torch", .ranks = ranks, .per_connection = per_connection};
+  if (ranks > config.torch_max_ranks) {
+    row.outcome = "not run: over --torch-max-ranks " + std::to_string(config.torch_max_ranks);
+    return row;
+  }
+  row.timeout_s = config.torch_timeout_s;
+  TorchServerProcess server(ranks);
+  *version = server.version();
+  Measure(row, server.pid(), server.address(), config.threads);
+  return row;
+}
+
+Row RunDistrun(const Config& config, TorchStoreDialect dialect, int ranks, int per_connection) {
+  Row row{.server = "distrun", .dialect = dialect, .ranks = ranks, .per_connection = per_connection};
+  row.timeout_s = kDistrunTimeoutS;
+  CoordinatorOptions options;
+  options.torch_store = true;
+  CoordinatorProcess server(options);
+  Measure(row, server.pid(), server.address(), config.threads);
+  return row;
+}
+
+std::string Seconds(const Row& row, double s) {
+  char buf[32];
+  if (row.outcome == "timeout") {
+    std::snprintf(buf, sizeof buf, "> %.0f", row.timeout_s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3f", s);
+  }
+  return buf;
+}
+
+void PrintHeader() {
+  std::printf("%8s  %-7s  %-7s  %6s  %5s  %9s  %8s  %8s  %10s  %14s  %13s\n", "ranks", "server", "dialect",
+              "conns", "K", "wall s", "init s", "uid s", "server CPU", "RSS MiB", "torch/distrun");
+}
+
+void PrintRow(const Row& row) {
+  if (!row.ran) {
+    std::printf("%8d  %-7s  %-7s  %s\n", row.ranks, row.server.c_str(), DialectWord(row.dialect),
+                row.outcome.c_str());
+    return;
+  }
+  char rss[48], ratio[32] = "-";
+  std::snprintf(rss, sizeof rss, "%.0f -> %.0f", row.rss_start_mib, row.rss_peak_mib);
+  if (row.ratio > 0) std::snprintf(ratio, sizeof ratio, "%s%.1f", row.ratio_is_floor ? "> " : "", row.ratio);
+  std::printf("%8d  %-7s  %-7s  %6d  %5d  %9s  %8s  %8s  %10.2f  %14s  %13s\n", row.ranks, row.server.c_str(),
+              DialectWord(row.dialect), row.connections, row.per_connection, Seconds(row, row.wall_s).c_str(),
+              row.init_s > 0 ? Seconds(row, row.init_s).c_str() : "-",
+              row.uid_s > 0 ? Seconds(row, row.uid_s).c_str() : "-", row.server_cpu_s, rss, ratio);
+  if (row.outcome != "passed") {
+    std::printf("%8s  %s after %.1f s: %d of %d ranks through the barrier\n", "", row.outcome.c_str(),
+                row.wall_s, row.passed, row.ranks);
+  }
+  if (row.listen_overflows > 0) {
+    std::printf("%8s  %lld SYNs dropped by a full accept queue (TcpExtListenOverflows)\n", "",
+                row.listen_overflows);
+  }
+}
+
+// torch's time over distrun's, for distrun's rows, where torch's run passed or hit its cap.
+void SetRatios(std::vector<Row>& rows) {
+  const Row* torch = nullptr;
+  for (const Row& r : rows) {
+    if (r.server == "torch" && r.ran && (r.outcome == "passed" || r.outcome == "timeout")) torch = &r;
+  }
+  if (torch == nullptr) return;
+  for (Row& r : rows) {
+    if (r.server != "distrun" || r.outcome != "passed" || r.wall_s <= 0) continue;
+    r.ratio = torch->wall_s / r.wall_s;
+    r.ratio_is_floor = torch->outcome == "timeout";
+  }
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Json(const Row& r) {
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"server\": \"%s\", \"dialect\": \"%s\", \"ranks\": %d, \"connections\": %d, "
+      "\"ranks_per_connection\": %d, \"ran\": %s, \"wall_s\": %.4f, \"init_s\": %.4f, \"uid_s\": %.4f, "
+      "\"passed_ranks\": %d, \"server_cpu_s\": %.3f, \"client_cpu_s\": %.3f, \"rss_start_mib\": %.1f, "
+      "\"rss_peak_mib\": %.1f, \"listen_overflows\": %lld, \"ratio_torch_over_distrun\": %.2f, "
+      "\"ratio_is_floor\": %s, \"outcome\": ",
+      r.server.c_str(), DialectWord(r.dialect), r.ranks, r.connections, r.per_connection,
+      r.ran ? "true" : "false", r.wall_s, r.init_s, r.uid_s, r.passed, r.server_cpu_s, r.client_cpu_s,
+      r.rss_start_mib, r.rss_peak_mib, r.listen_overflows, r.ratio, r.ratio_is_floor ? "true" : "false");
+  return buf + JsonString(r.outcome) + "}";
+}
+
+Config ParseConfig(const Flags& flags) {
+  Config c;
+  std::stringstream list(flags.Get("ranks", "1000,10000"));
+  for (std::string item; std::getline(list, item, ',');) c.ranks.push_back(std::stoi(item));
+  c.per_connection = static_cast<int>(flags.Int("ranks-per-connection", 0));
+  c.threads = static_cast<int>(flags.Int("threads", 1));
+  c.torch_timeout_s = static_cast<double>(flags.Int("torch-timeout-s", 300));
+  c.torch_max_ranks = static_cast<int>(flags.Int("torch-max-ranks", 10'000));
+  const std::string servers = flags.Get("servers", "torch,distrun");
+  c.torch = servers.find("torch") != std::string::npos;
+  c.distrun = servers.find("distrun") != std::string::npos;
+  if (c.ranks.empty() || *std::min_element(c.ranks.begin(), c.ranks.end()) < 1 || c.per_connection < 0 ||
+      c.threads < 1 || c.torch_timeout_s <= 0 || (!c.torch && !c.distrun)) {
+    throw std::invalid_argument(
+        "--ranks needs positive counts, --threads and --torch-timeout-s positive values, --servers torch "
+        "and/or distrun");
+  }
+  return c;
+}
+
+int PerConnection(const Config& config, int ranks) {
+  if (config.per_connection > 0) return config.per_connection;
+  return (ranks + kDefaultMaxConnections - 1) / kDefaultMaxConnections;
+}
+
+}  // namespace
+
+int TorchStoreBench(const Flags& flags) {
+  const Config config = ParseConfig(flags);
+  ::signal(SIGPIPE, SIG_IGN);
+  int most = 0;
+  for (int n : config.ranks)
+    most = std::max(most, (n + PerConnection(config, n) - 1) / PerConnection(config, n));
+  // One descriptor per connection, and some for the loops, pipes and stdio.
+  const uint64_t limit = RaiseFdLimit(static_cast<uint64_t>(most) + 1024);
+  if (static_cast<uint64_t>(most) + 256 > limit) {
+    throw std::invalid_argument("--ranks with this --ranks-per-connection needs " + std::to_string(most) +
+                                " connections, over this process's descriptor limit " +
+                                std::to_string(limit));
+  }
+  std::printf("descriptor limit %llu; %d simulation thread(s); keys: legacy %s, modern %s\n",
+              static_cast<unsigned long long>(limit), config.threads,
+              InitKeys(TorchStoreDialect::kLegacy).uid.c_str(),
+              InitKeys(TorchStoreDialect::kModern).uid.c_str());
+  std::printf(
+      "K: ranks per connection; wall, init, uid: seconds from the first connect until the last rank is "
+      "through "
+      "the barrier, has its ADD init/ answered, holds the NCCL id; server CPU: seconds; RSS: at the start -> "
+      "peak\n");
+  std::string torch_version = "-";
+  std::vector<Row> all;
+  int rc = 0;
+  for (int n : config.ranks) {
+    const int per_connection = PerConnection(config, n);
+    std::vector<Row> rows;
+    if (config.torch) rows.push_back(RunTorch(config, n, per_connection, &torch_version));
+    if (config.distrun) {
+      rows.push_back(RunDistrun(config, TorchStoreDialect::kLegacy, n, per_connection));
+      rows.push_back(RunDistrun(config, TorchStoreDialect::kModern, n, per_connection));
+    }
+    SetRatios(rows);
+    PrintHeader();
+    for (const Row& r : rows) {
+      PrintRow(r);
+      if (r.ran && r.outcome != "passed" && r.outcome != "timeout") rc = 1;
+    }
+    std::fflush(stdout);
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  std::string json = "{\"bench\": \"torch-store\", \"torch\": " + JsonString(torch_version) +
+                     ", \"threads\": " + std::to_string(config.threads) + ", \"runs\": [";
+  for (size_t i = 0; i < all.size(); ++i) json += (i ? ", " : "") + Json(all[i]);
+  std::printf("%s]}\n", json.c_str());
+  return rc;
+}
+
+}  // namespace distrun::bench
