@@ -205,15 +205,19 @@ long long ListenOverflows() {
 
 double Mib(int64_t kb) { return static_cast<double>(kb) / 1024; }
 
-// The ranks of `row` against the server `pid` at `address`, until they passed or `row.timeout_s`.
-void Measure(Row& row, pid_t pid, const std::string& address, int threads) {
+// The ranks of `row` against `server` (TorchServerProcess or CoordinatorProcess), until they passed or
+// `row.timeout_s`. The server is stopped before the ranks' sockets close: the side that closes first keeps
+// the connections in TIME_WAIT, and on the server's side they do not lengthen the next run's search for
+// ephemeral ports.
+template <typename Server>
+void Measure(Row& row, Server& server, int threads) {
   ::usleep(200'000);  // let the server settle before its baseline
   row.ran = true;
-  row.rss_start_mib = Mib(ReadMemory(pid).rss_kb);
-  const double cpu_before = ReadCpuSeconds(pid);
+  row.rss_start_mib = Mib(ReadMemory(server.pid()).rss_kb);
+  const double cpu_before = ReadCpuSeconds(server.pid());
   const double self_before = SelfCpuSeconds();
   const long long overflows_before = ListenOverflows();
-  TorchClients clients({.address = address,
+  TorchClients clients({.address = server.address(),
                         .dialect = row.dialect,
                         .ranks = row.ranks,
                         .per_connection = row.per_connection,
@@ -221,18 +225,21 @@ void Measure(Row& row, pid_t pid, const std::string& address, int threads) {
   clients.Start();
   const bool passed = clients.WaitPassed(row.timeout_s);
   const double elapsed = MonotonicSeconds() - clients.control().start.load();
-  row.server_cpu_s = ReadCpuSeconds(pid) - cpu_before;
+  row.server_cpu_s = ReadCpuSeconds(server.pid()) - cpu_before;
   row.client_cpu_s = SelfCpuSeconds() - self_before;
-  row.rss_peak_mib = Mib(ReadMemory(pid).hwm_kb);
+  row.rss_peak_mib = Mib(ReadMemory(server.pid()).hwm_kb);
   row.listen_overflows = ListenOverflows() - overflows_before;
   row.connections = clients.connections();
-  AgentProgress& p = clients.progress();
-  std::lock_guard lock(p.mu);
-  row.init_s = p.answered == row.ranks ? p.answered_at : 0;
-  row.uid_s = p.joined == row.ranks ? p.joined_at : 0;
-  row.passed = p.passed;
-  row.wall_s = passed ? p.passed_at : elapsed;
-  if (!passed) row.outcome = p.failed > 0 ? "failed: " + p.first_error : "timeout";
+  {
+    AgentProgress& p = clients.progress();
+    std::lock_guard lock(p.mu);
+    row.init_s = p.answered == row.ranks ? p.answered_at : 0;
+    row.uid_s = p.joined == row.ranks ? p.joined_at : 0;
+    row.passed = p.passed;
+    row.wall_s = passed ? p.passed_at : elapsed;
+    if (!passed) row.outcome = p.failed > 0 ? "failed: " + p.first_error : "timeout";
+  }
+  server.Stop();
 }
 
 Row RunTorch(const Config& config, int ranks, int per_connection, std::string* version) {
@@ -244,7 +251,7 @@ Row RunTorch(const Config& config, int ranks, int per_connection, std::string* v
   row.timeout_s = config.torch_timeout_s;
   TorchServerProcess server(ranks);
   *version = server.version();
-  Measure(row, server.pid(), server.address(), config.threads);
+  Measure(row, server, config.threads);
   return row;
 }
 
@@ -254,7 +261,7 @@ Row RunDistrun(const Config& config, TorchStoreDialect dialect, int ranks, int p
   CoordinatorOptions options;
   options.torch_store = true;
   CoordinatorProcess server(options);
-  Measure(row, server.pid(), server.address(), config.threads);
+  Measure(row, server, config.threads);
   return row;
 }
 
