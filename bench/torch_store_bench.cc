@@ -172,8 +172,12 @@ struct Row {
   double rss_start_mib = 0;
   double rss_peak_mib = 0;
   long long listen_overflows = 0;  // SYNs the server's accept queue dropped (TcpExtListenOverflows)
-  double ratio = 0;                // torch's wall / this row's, for distrun's rows; 0: none
-  bool ratio_is_floor = false;     // torch hit its cap: the ratio is at least this
+  // distrun's server: malloc's heap (mallinfo2) when every rank is through, connections still open: in use,
+  // and taken from the system (in use or free). Where the peak RSS goes.
+  double heap_in_use_mib = 0;
+  double heap_held_mib = 0;
+  double ratio = 0;             // torch's wall / this row's, for distrun's rows; 0: none
+  bool ratio_is_floor = false;  // torch hit its cap: the ratio is at least this
 };
 
 const char* DialectWord(TorchStoreDialect d) { return d == TorchStoreDialect::kLegacy ? "legacy" : "modern"; }
@@ -230,6 +234,11 @@ void Measure(Row& row, Server& server, int threads) {
   row.rss_peak_mib = Mib(ReadMemory(server.pid()).hwm_kb);
   row.listen_overflows = ListenOverflows() - overflows_before;
   row.connections = clients.connections();
+  if constexpr (requires { server.Heap(); }) {
+    const HeapStats heap = server.Heap();
+    row.heap_in_use_mib = Mib(heap.in_use / 1024);
+    row.heap_held_mib = Mib(heap.held / 1024);
+  }
   {
     AgentProgress& p = clients.progress();
     std::lock_guard lock(p.mu);
@@ -341,11 +350,13 @@ std::string Json(const Row& r) {
       "{\"server\": \"%s\", \"dialect\": \"%s\", \"ranks\": %d, \"connections\": %d, "
       "\"ranks_per_connection\": %d, \"ran\": %s, \"wall_s\": %.4f, \"init_s\": %.4f, \"uid_s\": %.4f, "
       "\"passed_ranks\": %d, \"server_cpu_s\": %.3f, \"client_cpu_s\": %.3f, \"rss_start_mib\": %.1f, "
-      "\"rss_peak_mib\": %.1f, \"listen_overflows\": %lld, \"ratio_torch_over_distrun\": %.2f, "
+      "\"rss_peak_mib\": %.1f, \"heap_in_use_mib\": %.1f, \"heap_held_mib\": %.1f, \"listen_overflows\": "
+      "%lld, \"ratio_torch_over_distrun\": %.2f, "
       "\"ratio_is_floor\": %s, \"outcome\": ",
       r.server.c_str(), DialectWord(r.dialect), r.ranks, r.connections, r.per_connection,
       r.ran ? "true" : "false", r.wall_s, r.init_s, r.uid_s, r.passed, r.server_cpu_s, r.client_cpu_s,
-      r.rss_start_mib, r.rss_peak_mib, r.listen_overflows, r.ratio, r.ratio_is_floor ? "true" : "false");
+      r.rss_start_mib, r.rss_peak_mib, r.heap_in_use_mib, r.heap_held_mib, r.listen_overflows, r.ratio,
+      r.ratio_is_floor ? "true" : "false");
   return buf + JsonString(r.outcome) + "}";
 }
 
