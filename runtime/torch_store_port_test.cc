@@ -174,6 +174,8 @@ TEST_F(TorchStorePortTest, BothDialectsShareOneKeyspaceBesideTheAgentChannel) {
   StoreClient legacy(port, TorchStoreDialect::kLegacy);
   StoreClient modern(port, TorchStoreDialect::kModern);
   legacy.Send(Req(Op::kSet, {"/worker/attempt_0/key"}, {"from 1.13"}));
+  legacy.Send(Req(Op::kGetNumKeys));  // answered after the SET: connections are not ordered among themselves
+  EXPECT_EQ(legacy.Read(8), I64(1));
   EXPECT_EQ(modern.Get("/worker/attempt_0/key"), "from 1.13");
   modern.Send(Req(Op::kPing, {}, {}, 0, 0xDEADBEEF));
   std::string echo;
