@@ -16,11 +16,14 @@
 //
 // Flags: --ranks-per-connection K (default 1 up to 16,000 ranks, then enough to stay at or under 16,000
 // connections: one process holds at most its descriptor limit, 20,000 here), --threads T (the simulation's
-// epoll loops, default 1: the machine has 2 cores and the server needs one), --servers torch,distrun.
+// epoll loops, default 1: the machine has 2 cores and the server needs one), --servers torch,distrun,
+// --pin 1 (each server on CPU 0 alone and the simulated ranks on the others, as with ranks on other hosts:
+// neither server then shares its core with the load it serves).
 //
 // Output: a table per N and a JSON line at the end with every run.
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -151,7 +154,40 @@ struct Config {
   int torch_max_ranks = 10'000;
   bool torch = true;
   bool distrun = true;
+  bool pin = false;
 };
+
+// --pin: the calling thread (and what it spawns or starts later) on `cpus`.
+void PinTo(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+    throw std::runtime_error(std::string("sched_setaffinity: ") + std::strerror(errno));
+  }
+}
+
+std::vector<int> ClientCpus() {
+  std::vector<int> cpus;
+  for (long cpu = 1; cpu < ::sysconf(_SC_NPROCESSORS_ONLN); ++cpu) cpus.push_back(static_cast<int>(cpu));
+  return cpus;
+}
+
+// A server started on CPU 0 alone (--pin): the affinity is inherited across posix_spawn.
+template <typename Server, typename... Args>
+std::unique_ptr<Server> StartServer(const Config& config, Args&&... args) {
+  if (!config.pin) return std::make_unique<Server>(std::forward<Args>(args)...);
+  PinTo({0});
+  std::unique_ptr<Server> server;
+  try {
+    server = std::make_unique<Server>(std::forward<Args>(args)...);
+  } catch (...) {
+    PinTo(ClientCpus());
+    throw;
+  }
+  PinTo(ClientCpus());
+  return server;
+}
 
 // One run: a server, a dialect and a number of ranks.
 struct Row {
@@ -258,9 +294,9 @@ Row RunTorch(const Config& config, int ranks, int per_connection, std::string* v
     return row;
   }
   row.timeout_s = config.torch_timeout_s;
-  TorchServerProcess server(ranks);
-  *version = server.version();
-  Measure(row, server, config.threads);
+  auto server = StartServer<TorchServerProcess>(config, ranks);
+  *version = server->version();
+  Measure(row, *server, config.threads);
   return row;
 }
 
@@ -269,8 +305,8 @@ Row RunDistrun(const Config& config, TorchStoreDialect dialect, int ranks, int p
   row.timeout_s = kDistrunTimeoutS;
   CoordinatorOptions options;
   options.torch_store = true;
-  CoordinatorProcess server(options);
-  Measure(row, server, config.threads);
+  auto server = StartServer<CoordinatorProcess>(config, options);
+  Measure(row, *server, config.threads);
   return row;
 }
 
@@ -371,6 +407,7 @@ Config ParseConfig(const Flags& flags) {
   const std::string servers = flags.Get("servers", "torch,distrun");
   c.torch = servers.find("torch") != std::string::npos;
   c.distrun = servers.find("distrun") != std::string::npos;
+  c.pin = flags.Int("pin", 0) != 0;
   if (c.ranks.empty() || *std::min_element(c.ranks.begin(), c.ranks.end()) < 1 || c.per_connection < 0 ||
       c.threads < 1 || c.torch_timeout_s <= 0 || (!c.torch && !c.distrun)) {
     throw std::invalid_argument(
@@ -390,6 +427,10 @@ int PerConnection(const Config& config, int ranks) {
 int TorchStoreBench(const Flags& flags) {
   const Config config = ParseConfig(flags);
   ::signal(SIGPIPE, SIG_IGN);
+  if (config.pin) {
+    if (ClientCpus().empty()) throw std::invalid_argument("--pin 1 needs two CPUs or more");
+    PinTo(ClientCpus());
+  }
   int most = 0;
   for (int n : config.ranks)
     most = std::max(most, (n + PerConnection(config, n) - 1) / PerConnection(config, n));
@@ -400,8 +441,9 @@ int TorchStoreBench(const Flags& flags) {
                                 " connections, over this process's descriptor limit " +
                                 std::to_string(limit));
   }
-  std::printf("descriptor limit %llu; %d simulation thread(s); keys: legacy %s, modern %s\n",
+  std::printf("descriptor limit %llu; %d simulation thread(s)%s; keys: legacy %s, modern %s\n",
               static_cast<unsigned long long>(limit), config.threads,
+              config.pin ? ", servers on CPU 0, ranks on the others" : "",
               InitKeys(TorchStoreDialect::kLegacy).uid.c_str(),
               InitKeys(TorchStoreDialect::kModern).uid.c_str());
   std::printf(
@@ -430,7 +472,8 @@ int TorchStoreBench(const Flags& flags) {
     all.insert(all.end(), rows.begin(), rows.end());
   }
   std::string json = "{\"bench\": \"torch-store\", \"torch\": " + JsonString(torch_version) +
-                     ", \"threads\": " + std::to_string(config.threads) + ", \"runs\": [";
+                     ", \"threads\": " + std::to_string(config.threads) +
+                     ", \"pinned\": " + (config.pin ? "true" : "false") + ", \"runs\": [";
   for (size_t i = 0; i < all.size(); ++i) json += (i ? ", " : "") + Json(all[i]);
   std::printf("%s]}\n", json.c_str());
   return rc;
