@@ -111,8 +111,10 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
         "stop this job; set a token for every node, e.g. in the batch script: {}",
         protection_.munge_problem.empty() ? std::string() : " (" + protection_.munge_problem + ")",
         plan.assignment.coordinator_address, kTokenRecipe);
-  } else if (node_rank_ == 0 && protection_.kind != JobProtection::Kind::kLoopback) {
-    log_->info("protection: {}", protection_.Describe());
+  } else if (node_rank_ == 0 && protection_.kind == JobProtection::Kind::kMunge) {
+    log_->info("protection: {}", protection_.Describe());  // new to users who set no token; -v shows the rest
+  } else if (node_rank_ == 0) {
+    log_->debug("protection: {}", protection_.Describe());
   }
 
   const bool single_host = !options.join && SingleHost(plan);

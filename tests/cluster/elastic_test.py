@@ -206,6 +206,8 @@ class ElasticAcrossHosts(JobRuntimeCase):
         # Two nodes are enough: the job goes on in epoch 1. Losing a second host leaves one.
         self.assertTrue(wait_for(lambda: "epoch 1: node 0 of 2" in self.read("0.err"), timeout=BOUND),
                         self.outputs())
+        # While it starts epoch 1's workers, a child it spawns is briefly a second "distrun" (until its exec).
+        self.assertTrue(wait_for(lambda: len(distrun_pids_on(NODES[2], self.marker)) == 1, timeout=BOUND))
         [third] = distrun_pids_on(NODES[2], self.marker)
         os.kill(third, signal.SIGKILL)
         _, err = p.communicate(timeout=BOUND)
