@@ -11,8 +11,14 @@ def run(args, env=None, cwd=None, timeout=30, stdin=None):
     """Runs distrun with exactly `env` (plus PATH), so the caller's own variables never leak in."""
     full_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
     full_env.update(env or {})
-    return subprocess.run([DISTRUN] + list(args), env=full_env, cwd=cwd, timeout=timeout,
-                          capture_output=True, text=True, stdin=stdin if stdin is not None else subprocess.DEVNULL)
+    try:
+        return subprocess.run([DISTRUN] + list(args), env=full_env, cwd=cwd, timeout=timeout, capture_output=True,
+                              text=True, stdin=stdin if stdin is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        # What distrun said before it was killed is the first thing to know about a job that did not end.
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        raise AssertionError(f"distrun {' '.join(map(str, args))} ran past {timeout}s; the end of its stderr:\n"
+                             f"{err[-6000:]}") from None
 
 
 def detect_json(env=None, extra_args=(), cwd=None):
