@@ -72,12 +72,7 @@ struct Connection {
 
 std::string Encode(TorchStoreDialect dialect, TorchStoreOp op, std::vector<std::string> keys = {},
                    std::vector<std::string> values = {}, int64_t delta = 0, uint32_t number = 0) {
-  TorchStoreRequest request;
-  request.op = op;
-  request.keys = std::move(keys);
-  request.values = std::move(values);
-  request.delta = delta;
-  request.number = number;
+  const TorchStoreRequest request{op, std::move(keys), std::move(values), delta, number};
   std::string out;
   if (!EncodeTorchStoreRequest(dialect, request, &out)) {
     throw std::logic_error(std::string(TorchStoreOpName(op)) + " does not exist in " +

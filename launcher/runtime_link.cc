@@ -3,12 +3,6 @@
 #include <spdlog/logger.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <random>
-#include <sstream>
 #include <thread>
 
 #include "detect/errors.h"
@@ -18,7 +12,6 @@
 #include "runtime/agent_identity.h"
 #include "runtime/grpc_server.h"
 #include "runtime/service.h"
-#include "runtime/token_check.h"
 
 namespace distrun {
 namespace {

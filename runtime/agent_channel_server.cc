@@ -42,9 +42,12 @@ constexpr size_t kMaxQueuedBytes = 16 << 20;
 constexpr size_t kMaxTorchQueuedBytes = TorchStoreLimits{}.max_request_bytes + kMaxQueuedBytes;
 // What an agent may send while its munge credential is checked: its first messages, not more.
 constexpr size_t kMaxWhileVerifyingBytes = 1 << 20;
-// Refusals of strangers' TCPStore connections logged one by one; after that every this-many-th.
-constexpr uint64_t kStrangersLoggedInFull = 10;
-constexpr uint64_t kStrangerLogEvery = 1000;
+// Refusals (strangers' TCPStore connections, agents munge did not admit) logged one by one; after that every
+// this-many-th.
+constexpr uint64_t kRefusalsLoggedInFull = 10;
+constexpr uint64_t kRefusalLogEvery = 1000;
+
+bool LogRefusal(uint64_t count) { return count <= kRefusalsLoggedInFull || count % kRefusalLogEvery == 0; }
 // Waits of the loop and the acceptor: hello deadlines are checked this often, a paused accept retried.
 constexpr int kLoopWaitMs = 100;
 
@@ -413,7 +416,7 @@ class AgentChannelServer::Loop {
   // A refused agent: one line here (the first few, then every this-many-th), the reason on its connection.
   void RefuseAgent(const ConnPtr& conn, const std::string& why) {
     const uint64_t n = ++agents_refused_;
-    if (n <= kStrangersLoggedInFull || n % kStrangerLogEvery == 0) {
+    if (LogRefusal(n)) {
       log_->warn("refused an agent from {}: {} ({} refused so far)", PeerName(conn->fd), why, n);
     }
     Refuse(conn, {StatusCode::kUnauthenticated, "node 0 refused this node: " + why});
@@ -716,7 +719,7 @@ class AgentChannelServer::Loop {
   bool OpenTorchStore(const ConnPtr& conn, TorchStoreSniff sniff) {
     if (!MayUseTorchStore(*conn)) {
       const uint64_t n = ++strangers_;
-      if (n <= kStrangersLoggedInFull || n % kStrangerLogEvery == 0) {
+      if (LogRefusal(n)) {
         log_->warn(
             "refused a TCPStore connection from {}: the torch store serves only this host and the hosts of "
             "this job's agents ({} refused so far)",

@@ -12,13 +12,7 @@ namespace distrun::testing {
 
 inline TorchStoreRequest Req(TorchStoreOp op, std::vector<std::string> keys = {},
                              std::vector<std::string> values = {}, int64_t delta = 0, uint32_t number = 0) {
-  TorchStoreRequest r;
-  r.op = op;
-  r.keys = std::move(keys);
-  r.values = std::move(values);
-  r.delta = delta;
-  r.number = number;
-  return r;
+  return {op, std::move(keys), std::move(values), delta, number};
 }
 
 }  // namespace distrun::testing
