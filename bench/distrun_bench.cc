@@ -14,7 +14,7 @@
 //   distrun-bench stack-merge [--stacks N[,N...]] [--frames F] [--threads T]
 //   distrun-bench torch-store [--ranks N[,N...]] [--ranks-per-connection K] [--threads T]
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin
-//                             0|1]
+//                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1]
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -81,9 +81,10 @@ int Dispatch(const std::string& which, int argc, char** argv) {
     return distrun::bench::StackMergeBench(Flags(argc, argv, 2, {"stacks", "frames", "threads"}));
   }
   if (which == "torch-store") {
-    return distrun::bench::TorchStoreBench(Flags(argc, argv, 2,
-                                                 {"ranks", "ranks-per-connection", "threads",
-                                                  "torch-timeout-s", "torch-max-ranks", "servers", "pin"}));
+    return distrun::bench::TorchStoreBench(
+        Flags(argc, argv, 2,
+              {"ranks", "ranks-per-connection", "threads", "torch-timeout-s", "torch-max-ranks", "servers",
+               "pin", "torch-python", "torch-libuv"}));
   }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {

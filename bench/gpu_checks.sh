@@ -6,6 +6,11 @@
 #
 #   bench/gpu_checks.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)] [PYTHON (python3)]
 #
+# GPU_CHECKS=NAME,NAME... runs only those steps (each device lease is short). The torch-store-* steps:
+# PyTorch 2.x on distrun's store (NCCL, the Flight Recorder's buffer, and the TorchStore integration tests
+# with that torch's gloo), and `distrun-bench torch-store` against that release's own servers on this
+# machine's cores.
+#
 # The build may come from another machine (distrun loads only libc and libm); distrun-check-worker needs
 # libcudart.so.13 and libnccl.so.2, which are looked for in the toolkit and in the Python packages of
 # PYTHON (nvidia-nccl, nvidia-cuda-runtime) when the loader does not find them.
@@ -19,11 +24,13 @@ export distrun python
 mkdir -p "$out"
 summary=()
 
-step() {  # step NAME COMMAND...: runs it (at most 180 s), saves and echoes its output, records its exit status
+only=",${GPU_CHECKS:-},"
+step() {  # step NAME COMMAND...: runs it (at most STEP_TIMEOUT, 180 s), saves and echoes its output, records its exit status
   local name=$1 rc
   shift
+  [ "$only" = ",," ] || [[ $only == *",$name,"* ]] || return 0
   echo "== $name: $*"
-  timeout -k 5 180 bash -c '"$@"' step "$@" >"$out/$name.txt" 2>&1
+  timeout -k 5 "${STEP_TIMEOUT:-180}" bash -c '"$@"' step "$@" >"$out/$name.txt" 2>&1
   rc=$?
   cat "$out/$name.txt"
   echo "== $name: exit $rc"
@@ -110,6 +117,23 @@ step check "$distrun" check
 step torch-nccl "$distrun" -- "$python" examples/torch_allreduce.py nccl
 step jax "$distrun" -- "$python" examples/jax_distributed.py
 step jax-local-device-ids "$distrun" --device-binding none -- "$python" examples/jax_distributed.py
+
+# PyTorch 2.x on distrun's store (--torch-store distrun, the default): NCCL initialised through it, no
+# worker listening on MASTER_PORT, and the Flight Recorder recording with the buffer distrun sets.
+torch_store_nccl() {
+  local report
+  report=$(STORE_WORKER_BACKEND=nccl "$distrun" -- "$python" tests/integration/torch_store_worker.py) || return 1
+  echo "$report"
+  grep -q "sum=1 owner=other" <<<"$report" && grep -q "agent_store=True" <<<"$report" &&
+    grep -qE "coordinator=([^ ]+) store=\1 " <<<"$report" && grep -qE "fr_entries=[1-9]" <<<"$report"
+}
+export -f torch_store_nccl
+step torch-store-nccl torch_store_nccl
+step torch-store-tests env DISTRUN_TEST_PYTHON="$(command -v "$python")" DISTRUN_BIN="$distrun" \
+  "$python" tests/integration/torch_test.py TorchStore
+# 16 cores: each server alone on CPU 0, the ranks on 8 loops on the others; torch 2.x's two servers.
+STEP_TIMEOUT=300 step torch-store-bench "$build/bench/distrun-bench" torch-store --ranks 1000,10000,100000 \
+  --torch-python "$python" --torch-libuv 0,1 --torch-max-ranks 100000 --torch-timeout-s 45 --threads 8 --pin 1
 
 # Launches that end must end every time: 20 more of each kind, each within 60 s.
 repeat() {

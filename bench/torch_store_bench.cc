@@ -7,9 +7,12 @@
 //
 // Servers:
 // - torch: `torch.distributed.TCPStore(host, 0, N, is_master=True, wait_for_workers=False)` in a child
-//   /usr/bin/python3 (Debian's python3-torch 1.13; the python3 on PATH has no torch), which serves until
-//   its stdin closes. It speaks only the 1.13 dialect. Not run above --torch-max-ranks (default 10,000);
-//   a run longer than --torch-timeout-s (default 300) is stopped and recorded as "> cap".
+//   Python, --torch-python (default /usr/bin/python3: Debian's python3-torch 1.13; the python3 on PATH has
+//   no torch), which serves until its stdin closes. Its clients speak its release's dialect: 1.13's before
+//   2.2, VALIDATE and PING from 2.2 on. --torch-libuv 0,1 runs torch 2.x's two servers in turn (use_libuv=
+//   False: the TCPStoreMasterDaemon thread that 1.13 has too; True: libuv, the default since 2.4), "-"
+//   (the default) the release's default. Not run above --torch-max-ranks (default 10,000); a run longer
+//   than --torch-timeout-s (default 300) is stopped and recorded as "> cap".
 // - distrun: `distrun-bench coordinator --torch-store 1` (coordinator_process.h): the coordination service
 //   and its port as node 0's distrun serves them, with GrpcServerConfig::torch_store on; legacy (1.13) and
 //   modern (2.5+, VALIDATE then PING) clients in turn. A run longer than 600 s is stopped.
@@ -17,8 +20,8 @@
 // Flags: --ranks-per-connection K (default 1 up to 16,000 ranks, then enough to stay at or under 16,000
 // connections: one process holds at most its descriptor limit, 20,000 here), --threads T (the simulation's
 // epoll loops, default 1: the machine has 2 cores and the server needs one), --servers torch,distrun,
-// --pin 1 (each server on CPU 0 alone and the simulated ranks on the others, as with ranks on other hosts:
-// neither server then shares its core with the load it serves).
+// --torch-python PATH, --torch-libuv -|0|1|0,1, --pin 1 (each server on CPU 0 alone and the simulated ranks
+// on the others, as with ranks on other hosts: neither server then shares its core with the load it serves).
 //
 // Output: a table per N and a JSON line at the end with every run.
 
@@ -54,7 +57,8 @@ namespace distrun::bench {
 namespace {
 
 constexpr char kTorchPython[] = "/usr/bin/python3";
-// argv[1]: the world size. Prints "port P torch VERSION", then serves until stdin closes.
+// argv[1]: the world size; argv[2]: use_libuv ("0", "1"), or "-" to leave torch's default. Prints "port P
+// torch VERSION", then serves until stdin closes.
 constexpr char kTorchServerScript[] = R"py(
 import datetime, resource, sys
 # One descriptor per connection: as many as this process may have.
@@ -65,8 +69,9 @@ except (ValueError, OSError):
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 import torch
 import torch.distributed as dist
+extra = {} if sys.argv[2] == "-" else {"use_libuv": sys.argv[2] == "1"}
 store = dist.TCPStore("127.0.0.1", 0, int(sys.argv[1]), True, timeout=datetime.timedelta(hours=2),
-                      wait_for_workers=False)
+                      wait_for_workers=False, **extra)
 print("port", store.port, "torch", torch.__version__, flush=True)
 sys.stdin.read()
 )py";
@@ -76,12 +81,12 @@ constexpr double kDistrunTimeoutS = 600;
 // torch's TCPStore server in a Python child of its own.
 class TorchServerProcess {
  public:
-  explicit TorchServerProcess(int world_size) {
+  TorchServerProcess(const std::string& python, int world_size, const std::string& libuv) {
     int in[2], out[2];
     if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
       throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     }
-    std::vector<std::string> argv = {kTorchPython, "-c", kTorchServerScript, std::to_string(world_size)};
+    std::vector<std::string> argv = {python, "-c", kTorchServerScript, std::to_string(world_size), libuv};
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -89,7 +94,7 @@ class TorchServerProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    const int rc = ::posix_spawn(&pid_, kTorchPython, &actions, nullptr, args.data(), environ);
+    const int rc = ::posix_spawnp(&pid_, python.c_str(), &actions, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     ::close(in[0]);
     ::close(out[1]);
@@ -98,7 +103,7 @@ class TorchServerProcess {
     if (rc != 0) {
       pid_ = -1;
       Stop();
-      throw std::runtime_error(std::string("cannot start ") + kTorchPython + ": " + std::strerror(rc));
+      throw std::runtime_error("cannot start " + python + ": " + std::strerror(rc));
     }
     // Importing torch takes a few seconds.
     const std::string line = ReadLine(from_child_, 120);
@@ -155,6 +160,8 @@ struct Config {
   bool torch = true;
   bool distrun = true;
   bool pin = false;
+  std::string torch_python = kTorchPython;
+  std::vector<std::string> torch_libuv = {"-"};  // use_libuv per torch run: "0", "1", "-" (torch's default)
 };
 
 // --pin: the calling thread (and what it spawns or starts later) on `cpus`.
@@ -191,7 +198,7 @@ std::unique_ptr<Server> StartServer(const Config& config, Args&&... args) {
 
 // One run: a server, a dialect and a number of ranks.
 struct Row {
-  std::string server;  // "torch" or "distrun"
+  std::string server;  // "distrun", or "torch", "torch-daemon" (use_libuv=False), "torch-libuv"
   TorchStoreDialect dialect = TorchStoreDialect::kLegacy;
   int ranks = 0;
   int per_connection = 1;
@@ -212,9 +219,16 @@ struct Row {
   // and taken from the system (in use or free). Where the peak RSS goes.
   double heap_in_use_mib = 0;
   double heap_held_mib = 0;
-  double ratio = 0;             // torch's wall / this row's, for distrun's rows; 0: none
-  bool ratio_is_floor = false;  // torch hit its cap: the ratio is at least this
+  // For distrun's rows: each torch run's wall over this row's, in the order of the torch rows.
+  struct Ratio {
+    std::string server;
+    double value = 0;
+    bool is_floor = false;  // torch hit its cap: the ratio is at least this
+  };
+  std::vector<Ratio> ratios = {};
 };
+
+bool IsTorch(const Row& row) { return row.server.starts_with("torch"); }
 
 const char* DialectWord(TorchStoreDialect d) { return d == TorchStoreDialect::kLegacy ? "legacy" : "modern"; }
 
@@ -287,15 +301,34 @@ void Measure(Row& row, Server& server, int threads) {
   server.Stop();
 }
 
-Row RunTorch(const Config& config, int ranks, int per_connection, std::string* version) {
-  Row row{.server = "torch", .ranks = ranks, .per_connection = per_connection};
+// torch's clients speak VALIDATE and PING from 2.2 on (docs: TORCH_STORE_PROTOCOL.md).
+TorchStoreDialect DialectOf(const std::string& torch_version) {
+  int major = 0, minor = 0;
+  if (std::sscanf(torch_version.c_str(), "%d.%d", &major, &minor) != 2) return TorchStoreDialect::kModern;
+  return major > 2 || (major == 2 && minor >= 2) ? TorchStoreDialect::kModern : TorchStoreDialect::kLegacy;
+}
+
+Row RunTorch(const Config& config, int ranks, int per_connection, const std::string& libuv,
+             std::string* version) {
+  Row row{.server = libuv == "-"   ? "torch"
+                    : libuv == "1" ? "torch-libuv"
+                                   : "torch-daemon",
+          .ranks = ranks,
+          .per_connection = per_connection};
   if (ranks > config.torch_max_ranks) {
     row.outcome = "not run: over --torch-max-ranks " + std::to_string(config.torch_max_ranks);
     return row;
   }
   row.timeout_s = config.torch_timeout_s;
-  auto server = StartServer<TorchServerProcess>(config, ranks);
+  std::unique_ptr<TorchServerProcess> server;
+  try {
+    server = StartServer<TorchServerProcess>(config, config.torch_python, ranks, libuv);
+  } catch (const std::runtime_error& e) {
+    row.outcome = std::string("not run: ") + e.what();  // e.g. use_libuv named to a release without it
+    return row;
+  }
   *version = server->version();
+  row.dialect = DialectOf(*version);
   Measure(row, *server, config.threads);
   return row;
 }
@@ -321,23 +354,29 @@ std::string Seconds(const Row& row, double s) {
 }
 
 void PrintHeader() {
-  std::printf("%8s  %-7s  %-7s  %6s  %5s  %9s  %8s  %8s  %10s  %14s  %13s\n", "ranks", "server", "dialect",
+  std::printf("%8s  %-12s  %-7s  %6s  %5s  %9s  %8s  %8s  %10s  %14s  %s\n", "ranks", "server", "dialect",
               "conns", "K", "wall s", "init s", "uid s", "server CPU", "RSS MiB", "torch/distrun");
 }
 
 void PrintRow(const Row& row) {
   if (!row.ran) {
-    std::printf("%8d  %-7s  %-7s  %s\n", row.ranks, row.server.c_str(), DialectWord(row.dialect),
+    std::printf("%8d  %-12s  %-7s  %s\n", row.ranks, row.server.c_str(), DialectWord(row.dialect),
                 row.outcome.c_str());
     return;
   }
-  char rss[48], ratio[32] = "-";
+  char rss[48];
   std::snprintf(rss, sizeof rss, "%.0f -> %.0f", row.rss_start_mib, row.rss_peak_mib);
-  if (row.ratio > 0) std::snprintf(ratio, sizeof ratio, "%s%.1f", row.ratio_is_floor ? "> " : "", row.ratio);
-  std::printf("%8d  %-7s  %-7s  %6d  %5d  %9s  %8s  %8s  %10.2f  %14s  %13s\n", row.ranks, row.server.c_str(),
+  std::string ratio;
+  for (const Row::Ratio& r : row.ratios) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.1f", r.is_floor ? "> " : "", r.value);
+    ratio += (ratio.empty() ? "" : " / ") + std::string(buf);
+  }
+  if (ratio.empty()) ratio = "-";
+  std::printf("%8d  %-12s  %-7s  %6d  %5d  %9s  %8s  %8s  %10.2f  %14s  %s\n", row.ranks, row.server.c_str(),
               DialectWord(row.dialect), row.connections, row.per_connection, Seconds(row, row.wall_s).c_str(),
               row.init_s > 0 ? Seconds(row, row.init_s).c_str() : "-",
-              row.uid_s > 0 ? Seconds(row, row.uid_s).c_str() : "-", row.server_cpu_s, rss, ratio);
+              row.uid_s > 0 ? Seconds(row, row.uid_s).c_str() : "-", row.server_cpu_s, rss, ratio.c_str());
   if (row.outcome != "passed") {
     std::printf("%8s  %s after %.1f s: %d of %d ranks through the barrier\n", "", row.outcome.c_str(),
                 row.wall_s, row.passed, row.ranks);
@@ -348,17 +387,14 @@ void PrintRow(const Row& row) {
   }
 }
 
-// torch's time over distrun's, for distrun's rows, where torch's run passed or hit its cap.
+// Each torch run's time over distrun's, for distrun's rows, where torch's run passed or hit its cap.
 void SetRatios(std::vector<Row>& rows) {
-  const Row* torch = nullptr;
-  for (const Row& r : rows) {
-    if (r.server == "torch" && r.ran && (r.outcome == "passed" || r.outcome == "timeout")) torch = &r;
-  }
-  if (torch == nullptr) return;
-  for (Row& r : rows) {
-    if (r.server != "distrun" || r.outcome != "passed" || r.wall_s <= 0) continue;
-    r.ratio = torch->wall_s / r.wall_s;
-    r.ratio_is_floor = torch->outcome == "timeout";
+  for (const Row& torch : rows) {
+    if (!IsTorch(torch) || !torch.ran || (torch.outcome != "passed" && torch.outcome != "timeout")) continue;
+    for (Row& r : rows) {
+      if (r.server != "distrun" || r.outcome != "passed" || r.wall_s <= 0) continue;
+      r.ratios.push_back({torch.server, torch.wall_s / r.wall_s, torch.outcome == "timeout"});
+    }
   }
 }
 
@@ -387,13 +423,18 @@ std::string Json(const Row& r) {
       "\"ranks_per_connection\": %d, \"ran\": %s, \"wall_s\": %.4f, \"init_s\": %.4f, \"uid_s\": %.4f, "
       "\"passed_ranks\": %d, \"server_cpu_s\": %.3f, \"client_cpu_s\": %.3f, \"rss_start_mib\": %.1f, "
       "\"rss_peak_mib\": %.1f, \"heap_in_use_mib\": %.1f, \"heap_held_mib\": %.1f, \"listen_overflows\": "
-      "%lld, \"ratio_torch_over_distrun\": %.2f, "
-      "\"ratio_is_floor\": %s, \"outcome\": ",
+      "%lld, \"ratios\": {",
       r.server.c_str(), DialectWord(r.dialect), r.ranks, r.connections, r.per_connection,
       r.ran ? "true" : "false", r.wall_s, r.init_s, r.uid_s, r.passed, r.server_cpu_s, r.client_cpu_s,
-      r.rss_start_mib, r.rss_peak_mib, r.heap_in_use_mib, r.heap_held_mib, r.listen_overflows, r.ratio,
-      r.ratio_is_floor ? "true" : "false");
-  return buf + JsonString(r.outcome) + "}";
+      r.rss_start_mib, r.rss_peak_mib, r.heap_in_use_mib, r.heap_held_mib, r.listen_overflows);
+  std::string json = buf;
+  for (size_t i = 0; i < r.ratios.size(); ++i) {
+    char ratio[96];
+    std::snprintf(ratio, sizeof ratio, "{\"torch_over_distrun\": %.2f, \"is_floor\": %s}", r.ratios[i].value,
+                  r.ratios[i].is_floor ? "true" : "false");
+    json += (i ? ", " : "") + JsonString(r.ratios[i].server) + ": " + ratio;
+  }
+  return json + "}, \"outcome\": " + JsonString(r.outcome) + "}";
 }
 
 Config ParseConfig(const Flags& flags) {
@@ -408,6 +449,16 @@ Config ParseConfig(const Flags& flags) {
   c.torch = servers.find("torch") != std::string::npos;
   c.distrun = servers.find("distrun") != std::string::npos;
   c.pin = flags.Int("pin", 0) != 0;
+  c.torch_python = flags.Get("torch-python", kTorchPython);
+  c.torch_libuv.clear();
+  std::stringstream libuv(flags.Get("torch-libuv", "-"));
+  for (std::string item; std::getline(libuv, item, ',');) {
+    if (item != "-" && item != "0" && item != "1") {
+      throw std::invalid_argument("--torch-libuv takes -, 0, 1 or 0,1 (use_libuv for torch's server), not '" +
+                                  item + "'");
+    }
+    c.torch_libuv.push_back(item);
+  }
   if (c.ranks.empty() || *std::min_element(c.ranks.begin(), c.ranks.end()) < 1 || c.per_connection < 0 ||
       c.threads < 1 || c.torch_timeout_s <= 0 || (!c.torch && !c.distrun)) {
     throw std::invalid_argument(
@@ -457,7 +508,11 @@ int TorchStoreBench(const Flags& flags) {
   for (int n : config.ranks) {
     const int per_connection = PerConnection(config, n);
     std::vector<Row> rows;
-    if (config.torch) rows.push_back(RunTorch(config, n, per_connection, &torch_version));
+    if (config.torch) {
+      for (const std::string& libuv : config.torch_libuv) {
+        rows.push_back(RunTorch(config, n, per_connection, libuv, &torch_version));
+      }
+    }
     if (config.distrun) {
       rows.push_back(RunDistrun(config, TorchStoreDialect::kLegacy, n, per_connection));
       rows.push_back(RunDistrun(config, TorchStoreDialect::kModern, n, per_connection));

@@ -5,6 +5,9 @@ then facts about MASTER_PORT and the store, printed as one line of key=value wor
   server in rank 0), "other" (another process: distrun) or "nobody".
 - stale: whether a key that the previous epoch wrote outside torch's prefixes is still in the store.
 - Epoch 0 with FAIL_RANK set: that rank exits 3 after the all_reduce (a restart round follows).
+- STORE_WORKER_BACKEND=nccl (on a GPU machine): NCCL on the GPU distrun gave the worker instead of gloo, and
+  fr_entries: how many collectives the Flight Recorder holds (distrun sets its buffer size), or "none" where
+  this torch cannot say.
 """
 import datetime
 import os
@@ -42,12 +45,28 @@ def my_socket_inodes():
     return mine
 
 
+def flight_recorder_entries():
+    """The collectives in this rank's Flight Recorder, read as torch's own dump reads them."""
+    try:
+        import pickle
+        dump = torch._C._distributed_c10d._dump_nccl_trace()
+        return len(pickle.loads(dump).get("entries", []))
+    except Exception:  # a release without the recorder, or another name for its dump
+        return "none"
+
+
 def main():
     epoch = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    backend = os.environ.get("STORE_WORKER_BACKEND", "gloo")
+    device = torch.device("cpu")
+    if backend == "nccl":
+        device = torch.device("cuda", int(os.environ.get("DISTRUN_LOCAL_DEVICE_IDS", "0").split(",")[0] or 0))
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
-    value = torch.tensor([float(rank + 1)])
+    value = torch.tensor([float(rank + 1)], device=device)
     dist.all_reduce(value)
+    fr_entries = flight_recorder_entries() if backend == "nccl" else "none"
     port = int(os.environ["MASTER_PORT"])
     listeners = listening_inodes(port)
     owner = "nobody" if not listeners else "me" if listeners & my_socket_inodes() else "other"
@@ -62,7 +81,8 @@ def main():
     print(f"rank={rank} world={world} epoch={epoch} sum={value.item():g} owner={owner} stale={stale} "
           f"agent_store={os.environ.get('TORCHELASTIC_USE_AGENT_STORE', 'unset')} "
           f"coordinator={os.environ.get('DISTRUN_COORDINATOR_ADDRESS', '')} "
-          f"store={os.environ['MASTER_ADDR']}:{port}", flush=True)
+          f"store={os.environ['MASTER_ADDR']}:{port} backend={backend} torch={torch.__version__} "
+          f"fr_entries={fr_entries}", flush=True)
     if epoch == 0 and os.environ.get("FAIL_RANK") == str(rank):
         sys.exit(3)
     dist.destroy_process_group()

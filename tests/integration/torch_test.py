@@ -8,6 +8,8 @@ from distrun_harness import run  # noqa: E402
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_allreduce.py")
 STORE_WORKER = os.path.join(os.path.dirname(__file__), "torch_store_worker.py")
+# Debian's python3-torch here; a GPU machine's own torch 2.x there (bench/gpu_checks.sh).
+PYTHON = os.environ.get("DISTRUN_TEST_PYTHON", "/usr/bin/python3")
 
 
 def reports(stdout):
@@ -22,7 +24,7 @@ def reports(stdout):
 
 class TorchGloo(unittest.TestCase):
     def test_four_workers_all_reduce(self):
-        r = run(["--nproc-per-node", "4", "--", "/usr/bin/python3", EXAMPLE], timeout=240)
+        r = run(["--nproc-per-node", "4", "--", PYTHON, EXAMPLE], timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         lines = [l for l in r.stdout.splitlines() if "all_reduce sum" in l]
         self.assertEqual(len(lines), 4, r.stdout)
@@ -35,7 +37,7 @@ class TorchStore(unittest.TestCase):
     """PyTorch's store served by distrun's runtime (--torch-store distrun, the default)."""
 
     def test_four_workers_use_distruns_store_and_none_binds_master_port(self):
-        r = run(["--nproc-per-node", "4", "--", "/usr/bin/python3", STORE_WORKER], timeout=240)
+        r = run(["--nproc-per-node", "4", "--", PYTHON, STORE_WORKER], timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         got = reports(r.stdout)
         self.assertEqual(sorted(int(g["rank"]) for g in got), [0, 1, 2, 3], r.stdout)
@@ -47,7 +49,7 @@ class TorchStore(unittest.TestCase):
             self.assertEqual(g["owner"], "other", g)
 
     def test_a_restart_round_reinitialises_with_a_fresh_store(self):
-        r = run(["--nproc-per-node", "3", "--max-restarts", "1", "--", "/usr/bin/python3", STORE_WORKER],
+        r = run(["--nproc-per-node", "3", "--max-restarts", "1", "--", PYTHON, STORE_WORKER],
                 env={"FAIL_RANK": "1"}, timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         got = reports(r.stdout)
@@ -65,7 +67,7 @@ class TorchStore(unittest.TestCase):
         self.assertIn("restarting all workers (restart 1 of 1", r.stderr)
 
     def test_rank0_store_is_bound_by_rank_0_as_plain_env_does(self):
-        r = run(["--nproc-per-node", "2", "--torch-store", "rank0", "--", "/usr/bin/python3", STORE_WORKER],
+        r = run(["--nproc-per-node", "2", "--torch-store", "rank0", "--", PYTHON, STORE_WORKER],
                 timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         got = {int(g["rank"]): g for g in reports(r.stdout)}
@@ -84,7 +86,7 @@ class TorchStore(unittest.TestCase):
                   "    s.sendall(bytes([3]) + (1 << 40).to_bytes(8, 'little'))\n"
                   "    assert s.recv(1) == b'', 'the connection stays open'\n"
                   "sys.exit(subprocess.call([sys.executable, sys.argv[1]]))\n")
-        r = run(["--nproc-per-node", "2", "--", "/usr/bin/python3", "-c", script, STORE_WORKER], timeout=240)
+        r = run(["--nproc-per-node", "2", "--", PYTHON, "-c", script, STORE_WORKER], timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(len(reports(r.stdout)), 2, r.stdout)
         self.assertIn("closed the TCPStore connection from 127.0.0.1:", r.stderr)
