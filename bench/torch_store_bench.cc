@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -215,6 +216,7 @@ struct Row {
   double rss_start_mib = 0;
   double rss_peak_mib = 0;
   long long listen_overflows = 0;  // SYNs the server's accept queue dropped (TcpExtListenOverflows)
+  std::string tcp_events = {};     // other TcpExt counters that moved during the run, "Name +N ..."
   // distrun's server: malloc's heap (mallinfo2) when every rank is through, connections still open: in use,
   // and taken from the system (in use or free). Where the peak RSS goes.
   double heap_in_use_mib = 0;
@@ -241,21 +243,28 @@ double SelfCpuSeconds() {
   return tv(u.ru_utime) + tv(u.ru_stime);
 }
 
-// TcpExt ListenOverflows from /proc/net/netstat (a header line of names, then one of values): SYNs dropped
-// because an accept queue was full; each costs its client a retransmission 1 s later, or 3 s, 7 s...
-long long ListenOverflows() {
+// TcpExt counters from /proc/net/netstat (a header line of names, then one of values). ListenOverflows:
+// SYNs dropped because an accept queue was full; each costs its client a retransmission 1 s later, or 3 s,
+// 7 s... The others say what else the kernel did to the run's connections (SYN cookies, resets).
+std::map<std::string, long long> TcpExt() {
+  std::map<std::string, long long> counters;
   std::ifstream in("/proc/net/netstat");
   std::string names, values;
   while (std::getline(in, names) && std::getline(in, values)) {
     if (!names.starts_with("TcpExt:")) continue;
     std::istringstream n(names), v(values);
     std::string name, value;
-    while (n >> name && v >> value) {
-      if (name == "ListenOverflows") return std::stoll(value);
-    }
+    n >> name;
+    v >> value;  // the "TcpExt:" labels
+    while (n >> name && v >> value) counters[name] = std::stoll(value);
   }
-  return 0;
+  return counters;
 }
+
+constexpr const char* kTcpEvents[] = {
+    "ListenDrops",         "TCPReqQFullDrop", "TCPReqQFullDoCookies", "SyncookiesSent",   "SyncookiesRecv",
+    "SyncookiesFailed",    "TCPAbortOnData",  "TCPAbortOnClose",      "TCPAbortOnMemory", "TCPBacklogDrop",
+    "TCPTimeWaitOverflow", "TCPSYNChallenge", "TCPChallengeACK",      "TCPAbortFailed",   "EmbryonicRsts"};
 
 double Mib(int64_t kb) { return static_cast<double>(kb) / 1024; }
 
@@ -270,7 +279,7 @@ void Measure(Row& row, Server& server, int threads) {
   row.rss_start_mib = Mib(ReadMemory(server.pid()).rss_kb);
   const double cpu_before = ReadCpuSeconds(server.pid());
   const double self_before = SelfCpuSeconds();
-  const long long overflows_before = ListenOverflows();
+  const std::map<std::string, long long> tcp_before = TcpExt();
   TorchClients clients({.address = server.address(),
                         .dialect = row.dialect,
                         .ranks = row.ranks,
@@ -282,7 +291,17 @@ void Measure(Row& row, Server& server, int threads) {
   row.server_cpu_s = ReadCpuSeconds(server.pid()) - cpu_before;
   row.client_cpu_s = SelfCpuSeconds() - self_before;
   row.rss_peak_mib = Mib(ReadMemory(server.pid()).hwm_kb);
-  row.listen_overflows = ListenOverflows() - overflows_before;
+  const std::map<std::string, long long> tcp_after = TcpExt();
+  auto delta = [&](const std::string& name) {
+    const auto a = tcp_after.find(name), b = tcp_before.find(name);
+    return a == tcp_after.end() || b == tcp_before.end() ? 0 : a->second - b->second;
+  };
+  row.listen_overflows = delta("ListenOverflows");
+  for (const char* name : kTcpEvents) {
+    if (const long long d = delta(name); d != 0) {
+      row.tcp_events += (row.tcp_events.empty() ? "" : " ") + std::string(name) + " +" + std::to_string(d);
+    }
+  }
   row.connections = clients.connections();
   if constexpr (requires { server.Heap(); }) {
     const HeapStats heap = server.Heap();
@@ -385,6 +404,7 @@ void PrintRow(const Row& row) {
     std::printf("%8s  %lld SYNs dropped by a full accept queue (TcpExtListenOverflows)\n", "",
                 row.listen_overflows);
   }
+  if (!row.tcp_events.empty()) std::printf("%8s  TcpExt: %s\n", "", row.tcp_events.c_str());
 }
 
 // Each torch run's time over distrun's, for distrun's rows, where torch's run passed or hit its cap.
@@ -434,7 +454,8 @@ std::string Json(const Row& r) {
                   r.ratios[i].is_floor ? "true" : "false");
     json += (i ? ", " : "") + JsonString(r.ratios[i].server) + ": " + ratio;
   }
-  return json + "}, \"outcome\": " + JsonString(r.outcome) + "}";
+  return json + "}, \"tcp_events\": " + JsonString(r.tcp_events) + ", \"outcome\": " + JsonString(r.outcome) +
+         "}";
 }
 
 Config ParseConfig(const Flags& flags) {

@@ -342,13 +342,22 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       // PyTorch's Flight Recorder: a ring buffer of each rank's recent collectives, dumped when NCCL's
       // watchdog times out (or on a write to the rank's pipe), next to distrun's logs. Releases without it
       // ignore the variables; what the user set stays.
+      // The names every 2.x reads; torch 2.8 renamed them and warns on each rank for the old ones, so
+      // DISTRUN_TORCH_RENAME lists those distrun set itself and distrun's sitecustomize.py moves them to
+      // the new names where the worker's torch is 2.8 or later (launcher/stack_collector.cc).
+      std::string renamed;
       if (!env.Has("TORCH_NCCL_TRACE_BUFFER_SIZE") && !env.Has("TORCH_FR_BUFFER_SIZE")) {
         set("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");
+        renamed = "TORCH_NCCL_TRACE_BUFFER_SIZE";
       }
       if (!env.Has("TORCH_NCCL_DUMP_ON_TIMEOUT")) set("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
       const std::string fr = FlightRecorderPrefix(o, env, a.run_id);
-      if (!env.Has("TORCH_NCCL_DEBUG_INFO_TEMP_FILE")) set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr);
-      if (!env.Has("TORCH_FR_DUMP_TEMP_FILE")) set("TORCH_FR_DUMP_TEMP_FILE", fr);
+      if (!env.Has("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") && !env.Has("TORCH_FR_DUMP_TEMP_FILE")) {
+        set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr);
+        set("TORCH_FR_DUMP_TEMP_FILE", fr);
+        renamed += (renamed.empty() ? "" : ",") + std::string("TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+      }
+      if (!renamed.empty()) set("DISTRUN_TORCH_RENAME", renamed);
       if (!env.Has("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", "1");
     }
     if (o.export_jax) {

@@ -237,6 +237,28 @@ TEST(Plan, ThreadAndNcclDefaultsOnlyWhenUnset) {
   EXPECT_EQ(EnvOf(plan.workers.at(0))["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "1");
 }
 
+TEST(Plan, FlightRecorderVariablesOnlyWhenUnsetNamingTheOnesDistrunSet) {
+  auto env = EnvOf(Build(LocalNode(), Options{}, EnvWithGpus(1)).workers.at(0));
+  EXPECT_EQ(env["TORCH_NCCL_TRACE_BUFFER_SIZE"], "2000");
+  EXPECT_EQ(env["TORCH_NCCL_DUMP_ON_TIMEOUT"], "1");
+  EXPECT_FALSE(env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"].empty());
+  EXPECT_EQ(env["TORCH_FR_DUMP_TEMP_FILE"], env["TORCH_NCCL_DEBUG_INFO_TEMP_FILE"]);
+  EXPECT_EQ(env["DISTRUN_TORCH_RENAME"], "TORCH_NCCL_TRACE_BUFFER_SIZE,TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+
+  // The user's names, old or new, are theirs: distrun adds neither spelling and renames nothing of them.
+  env = EnvOf(Build(LocalNode(), Options{},
+                    EnvWithGpus(1, {{"TORCH_FR_BUFFER_SIZE", "50"}, {"TORCH_FR_DUMP_TEMP_FILE", "/x/fr-"}}))
+                  .workers.at(0));
+  EXPECT_EQ(env.count("TORCH_NCCL_TRACE_BUFFER_SIZE"), 0u);
+  EXPECT_EQ(env.count("TORCH_NCCL_DEBUG_INFO_TEMP_FILE"), 0u);
+  EXPECT_EQ(env.count("TORCH_FR_DUMP_TEMP_FILE"), 0u);
+  EXPECT_EQ(env.count("DISTRUN_TORCH_RENAME"), 0u);
+  env = EnvOf(
+      Build(LocalNode(), Options{}, EnvWithGpus(1, {{"TORCH_NCCL_TRACE_BUFFER_SIZE", "50"}})).workers.at(0));
+  EXPECT_EQ(env.count("TORCH_NCCL_TRACE_BUFFER_SIZE"), 0u);
+  EXPECT_EQ(env["DISTRUN_TORCH_RENAME"], "TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+}
+
 TEST(Plan, NoGpuMeansOneWorkerWithoutDeviceNarrowing) {
   Plan plan = Build(LocalNode(), Options{}, EnvWithoutGpus());
   EXPECT_EQ(plan.layout.device_source, "none");

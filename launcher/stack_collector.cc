@@ -94,7 +94,44 @@ def _distrun_chain():
             pass
 
 
+# torch 2.8 renamed the Flight Recorder's variables and warns on every rank for the old names, which are
+# the ones every 2.x reads. DISTRUN_TORCH_RENAME lists those distrun set (never the user's); where this
+# Python's torch is 2.8 or later they move to the new names before torch reads them. torch's version comes
+# from its version.py: importing torch here would cost every worker seconds.
+_DISTRUN_TORCH_NEW_NAMES = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "TORCH_FR_BUFFER_SIZE",
+                            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "TORCH_FR_DUMP_TEMP_FILE"}
+
+
+def _distrun_torch_names():
+    try:
+        import os
+        names = os.environ.get("DISTRUN_TORCH_RENAME")
+        if not names:
+            return
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            return
+        version = None
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
+            for line in f:
+                if line.startswith("__version__"):
+                    version = line.split("=", 1)[1].strip().strip("'\"").split(".")
+                    break
+        if not version or (int(version[0]), int(version[1])) < (2, 8):
+            return
+        for old in names.split(","):
+            new = _DISTRUN_TORCH_NEW_NAMES.get(old)
+            if new is None or old not in os.environ:
+                continue
+            os.environ.setdefault(new, os.environ[old])
+            del os.environ[old]
+    except Exception:
+        pass
+
+
 _distrun_register()
+_distrun_torch_names()
 try:
     import os as _distrun_os
     _distrun_os.register_at_fork(after_in_child=_distrun_register)

@@ -135,6 +135,45 @@ TEST(StackCollectorSetup, WorkerEnvironmentPutsOurSitecustomizeFirst) {
   EXPECT_EQ(collector.WorkerEnvironment("")[0].second, config.dir + "/python");
 }
 
+// torch 2.8 renamed the Flight Recorder's variables: the old names distrun set (and only those) move to the
+// new ones where the worker's torch is 2.8 or later, read from a torch package's version.py.
+TEST(StackCollectorSetup, SitecustomizeMovesTheFlightRecorderNamesDistrunSetForTorch28) {
+  TempDir dir;
+  StackCollector collector(ConfigIn(dir));
+  const std::string script =
+      "import os\n"
+      "print(*(os.environ.get(n, '-') for n in ('TORCH_NCCL_TRACE_BUFFER_SIZE', 'TORCH_FR_BUFFER_SIZE',\n"
+      "      'TORCH_NCCL_DEBUG_INFO_TEMP_FILE', 'TORCH_FR_DUMP_TEMP_FILE', 'TORCH_NCCL_DUMP_ON_TIMEOUT')))\n";
+  auto run = [&](const std::string& version, std::vector<std::string> extra) {
+    const std::string init = dir.Write("torch-" + version + "/torch/__init__.py", "");
+    dir.Write("torch-" + version + "/torch/version.py",
+              "__version__ = '" + version + "'\ngit_version = 'x'\n");
+    std::vector<std::string> env =
+        EnvFor(collector, std::filesystem::path(init).parent_path().parent_path().string());
+    env.insert(env.end(), extra.begin(), extra.end());
+    Child c = Start({kPython, "-c", script}, env);
+    EXPECT_EQ(c.Wait(), 0);
+    std::string out(512, '\0');
+    out.resize(
+        static_cast<size_t>(std::max<ssize_t>(::read(c.stdout_pipe().get(), out.data(), out.size()), 0)));
+    return out;
+  };
+  const std::vector<std::string> distruns = {
+      "DISTRUN_TORCH_RENAME=TORCH_NCCL_TRACE_BUFFER_SIZE,TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
+      "TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/logs/fr-",
+      "TORCH_FR_DUMP_TEMP_FILE=/logs/fr-", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"};
+  EXPECT_EQ(run("2.11.0+cu130", distruns), "- 2000 - /logs/fr- 1\n");
+  EXPECT_EQ(run("2.8.0", distruns), "- 2000 - /logs/fr- 1\n");
+  EXPECT_EQ(run("2.7.1", distruns), "2000 - /logs/fr- /logs/fr- 1\n");
+  EXPECT_EQ(run("1.13.1", distruns), "2000 - /logs/fr- /logs/fr- 1\n");
+  // The user's own old name stays where distrun did not set it.
+  EXPECT_EQ(run("2.11.0",
+                {"DISTRUN_TORCH_RENAME=TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_NCCL_TRACE_BUFFER_SIZE=50",
+                 "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/logs/fr-", "TORCH_FR_DUMP_TEMP_FILE=/logs/fr-"}),
+            "50 - - /logs/fr- -\n");
+  EXPECT_EQ(run("2.11.0", {"TORCH_NCCL_TRACE_BUFFER_SIZE=50"}), "50 - - - -\n");
+}
+
 TEST(StackCollectorSetup, SitecustomizeChainsToTheOneItShadows) {
   TempDir dir;
   StackCollector collector(ConfigIn(dir));
