@@ -131,6 +131,28 @@ torch_store_nccl() {
 }
 export -f torch_store_nccl
 step torch-store-nccl torch_store_nccl
+# A rank that times out in NCCL: torch's watchdog dumps the Flight Recorder where distrun said (--log-dir).
+torch_fr_dump() {
+  local dir rc
+  dir=$(mktemp -d)
+  timeout -k 5 150 "$distrun" --log-dir "$dir" -- "$python" bench/gpu_fr_timeout.py
+  rc=$?
+  echo "distrun: exit $rc"
+  ls -la "$dir"
+  [ "$rc" -ne 0 ] && "$python" - "$dir" <<'PY'
+import glob, pickle, sys
+files = glob.glob(sys.argv[1] + "/flight-recorder-rank-*")
+print("dumps:", files)
+dump = pickle.load(open(files[0], "rb"))
+entries = dump.get("entries", [])
+print("version", dump.get("version"), "entries", len(entries))
+for e in entries:
+    print(" ", e.get("profiling_name"), e.get("state"), "seq", e.get("collective_seq_id"))
+assert any(e.get("profiling_name") == "nccl:all_reduce" and e.get("state") != "completed" for e in entries)
+PY
+}
+export -f torch_fr_dump
+step torch-fr-dump torch_fr_dump
 step torch-store-tests env DISTRUN_TEST_PYTHON="$(command -v "$python")" DISTRUN_BIN="$distrun" \
   "$python" tests/integration/torch_test.py TorchStore
 # 16 cores: each server alone on CPU 0, the ranks on 8 loops on the others; torch 2.x's two servers.
