@@ -357,7 +357,8 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
         set("TORCH_FR_DUMP_TEMP_FILE", fr);
         renamed += (renamed.empty() ? "" : ",") + std::string("TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
       }
-      if (!renamed.empty()) set("DISTRUN_TORCH_RENAME", renamed);
+      // Only with distrun's own family (--export): without it torch reads the old names, and 2.8+ warns.
+      if (!renamed.empty() && o.export_distrun) set("DISTRUN_TORCH_RENAME", renamed);
       if (!env.Has("OMP_NUM_THREADS")) set("OMP_NUM_THREADS", "1");
     }
     if (o.export_jax) {
