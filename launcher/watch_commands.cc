@@ -115,6 +115,7 @@ GrpcClient Connect(const Env& env, const char* verb, std::string* address) {
   c.address = *a;
   if (const std::string* t = Get(env, "DISTRUN_TOKEN")) c.token = *t;
   c.call_timeout = kCallTimeout;
+  c.wait_for_ready = false;  // a job that has ended refuses at once: say so at once
   c.max_message_bytes = size_t{256} << 20;
   return GrpcClient(c);
 }

@@ -154,7 +154,7 @@ class GrpcClient::Impl {
   void Prepare(grpc::ClientContext* ctx, std::chrono::milliseconds extra = 0ms) const {
     ctx->AddMetadata(kTokenHeader, config_.token);
     if (config_.epoch >= 0) ctx->AddMetadata(kEpochHeader, std::to_string(config_.epoch));
-    ctx->set_wait_for_ready(true);
+    ctx->set_wait_for_ready(config_.wait_for_ready);
     ctx->set_deadline(std::chrono::system_clock::now() + config_.call_timeout + extra);
   }
 

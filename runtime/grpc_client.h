@@ -33,6 +33,9 @@ struct GrpcClientConfig {
   // The epoch of the worker that calls (DISTRUN_EPOCH), sent with every key-value and barrier call; -1: none
   // (a shell outside the job, an agent).
   int epoch = -1;
+  // Calls wait for the channel to connect (a coordinator still starting), up to their deadline. false: a
+  // refused connection fails the call at once, as a user's command outside the job wants.
+  bool wait_for_ready = true;
 };
 
 // One agent's liveness stream: heartbeats out, job events in. Events and the end of the stream are

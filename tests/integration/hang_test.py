@@ -6,6 +6,7 @@ stall warning for jobs without reports. Every test's processes carry a unique ma
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -511,6 +512,21 @@ class UsageErrors(HangCase):
         self.assert_usage_error(["--hang-timeout", "0.5", "--", "true"], mention="--hang-timeout")
         self.assert_usage_error(["--hang-timeout", "banana", "--", "true"], mention="--hang-timeout")
         self.assert_usage_error(["--stall-warning", "banana", "--", "true"], mention="--stall-warning")
+
+    def test_stacks_and_status_of_a_job_that_has_ended_fail_at_once(self):
+        # Nothing listens on the address (a closed port): the commands report the refused connection with
+        # exit 3, rather than waiting out their call deadline ("Deadline Exceeded") for a runtime that will
+        # never come.
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = {"DISTRUN_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "DISTRUN_TOKEN": "x"}
+        for verb in ("stacks", "status"):
+            r = run([verb], env=env, timeout=30)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+            self.assertIn(f"distrun: {verb}: cannot reach the distrun runtime at 127.0.0.1:{port}", r.stderr)
+            self.assertIn("Connection refused; is the job still running?", r.stderr)
 
     def test_a_bad_timeout_is_answered_with_the_forms_that_are_valid(self):
         # Whatever is wrong with the value, the line says what --hang-timeout takes (auto, off, at least a
