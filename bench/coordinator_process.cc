@@ -60,7 +60,9 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
                                    "--min-nodes",
                                    std::to_string(options.min_nodes),
                                    "--torch-store",
-                                   options.torch_store ? "1" : "0"};
+                                   options.torch_store ? "1" : "0",
+                                   "--torch-store-threads",
+                                   std::to_string(options.torch_store_threads)};
   // A wrapper for diagnosis (valgrind --tool=massif, ...): it must run the coordinator in its own pid.
   if (const char* wrap = std::getenv("DISTRUN_BENCH_COORDINATOR_WRAPPER")) {
     std::istringstream words(wrap);
@@ -136,6 +138,7 @@ int CoordinatorMain(const Flags& flags) {
   gc.loopback_only = true;
   gc.token = kBenchToken;
   gc.torch_store = flags.Int("torch-store", 0) != 0;
+  gc.torch_store_threads = static_cast<size_t>(flags.Int("torch-store-threads", 0));
   gc.log = std::make_shared<spdlog::logger>("coordinator", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto server = std::make_unique<GrpcServer>(*service, gc);
   std::printf("port %d\n", server->port());

@@ -20,6 +20,7 @@ struct CoordinatorOptions {
   int heartbeat_timeout_ms = 100'000;  // the service's default
   int min_nodes = 0;                   // > 0: an elastic job (--nnodes min_nodes:nodes, resize)
   bool torch_store = false;            // serve PyTorch's TCPStore protocol on the port too
+  int torch_store_threads = 0;         // its loops; 0: the default for the machine
 };
 
 // malloc's view of the coordinator's heap (mallinfo2), bytes.

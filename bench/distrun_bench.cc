@@ -14,7 +14,7 @@
 //   distrun-bench stack-merge [--stacks N[,N...]] [--frames F] [--threads T]
 //   distrun-bench torch-store [--ranks N[,N...]] [--ranks-per-connection K] [--threads T]
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin
-//                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1]
+//                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1] [--store-threads N]
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -70,8 +70,8 @@ int Dispatch(const std::string& which, int argc, char** argv) {
                                                   "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
   }
   if (which == "coordinator") {
-    return distrun::bench::CoordinatorMain(
-        Flags(argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store"}));
+    return distrun::bench::CoordinatorMain(Flags(
+        argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store", "torch-store-threads"}));
   }
   if (which == "elastic") {
     return distrun::bench::ElasticBench(
@@ -84,7 +84,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
     return distrun::bench::TorchStoreBench(
         Flags(argc, argv, 2,
               {"ranks", "ranks-per-connection", "threads", "torch-timeout-s", "torch-max-ranks", "servers",
-               "pin", "torch-python", "torch-libuv"}));
+               "pin", "torch-python", "torch-libuv", "store-threads"}));
   }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {

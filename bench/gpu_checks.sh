@@ -155,9 +155,10 @@ export -f torch_fr_dump
 step torch-fr-dump torch_fr_dump
 step torch-store-tests env DISTRUN_TEST_PYTHON="$(command -v "$python")" DISTRUN_BIN="$distrun" \
   "$python" tests/integration/torch_test.py TorchStore
-# 16 cores: each server alone on CPU 0, the ranks on 8 loops on the others; torch 2.x's two servers.
+# 16 cores: each server on CPUs 0-3 (distrun: its default of 4 store loops there), the ranks on 8 loops on
+# the other 12; torch 2.x's two servers.
 STEP_TIMEOUT=300 step torch-store-bench "$build/bench/distrun-bench" torch-store --ranks "${TORCH_STORE_RANKS:-1000,10000,100000}" \
-  --torch-python "$python" --torch-libuv 0,1 --torch-max-ranks 100000 --torch-timeout-s 45 --threads 8 --pin 1
+  --torch-python "$python" --torch-libuv 0,1 --torch-max-ranks 100000 --torch-timeout-s 45 --threads 8 --pin 4
 
 # Launches that end must end every time: 20 more of each kind, each within 60 s.
 repeat() {

@@ -20,8 +20,10 @@
 // Flags: --ranks-per-connection K (default 1 up to 16,000 ranks, then enough to stay at or under 16,000
 // connections: one process holds at most its descriptor limit, 20,000 here), --threads T (the simulation's
 // epoll loops, default 1: the machine has 2 cores and the server needs one), --servers torch,distrun,
-// --torch-python PATH, --torch-libuv -|0|1|0,1, --pin 1 (each server on CPU 0 alone and the simulated ranks
-// on the others, as with ranks on other hosts: neither server then shares its core with the load it serves).
+// --torch-python PATH, --torch-libuv -|0|1|0,1, --store-threads N (distrun's store loops, default: its
+// default for the machine, torch_store_loops.h), --pin N (each server on CPUs 0..N-1 and the simulated
+// ranks on the others, as with ranks on other hosts: no server then shares its cores with the load it
+// serves; --pin 1 as before: CPU 0 alone).
 //
 // Output: a table per N and a JSON line at the end with every run.
 
@@ -160,9 +162,10 @@ struct Config {
   int torch_max_ranks = 10'000;
   bool torch = true;
   bool distrun = true;
-  bool pin = false;
+  int pin = 0;  // > 0: the servers on CPUs 0..pin-1, the ranks on the others
   std::string torch_python = kTorchPython;
   std::vector<std::string> torch_libuv = {"-"};  // use_libuv per torch run: "0", "1", "-" (torch's default)
+  int store_threads = 0;                         // distrun's store loops; 0: its default for this machine
 };
 
 // --pin: the calling thread (and what it spawns or starts later) on `cpus`.
@@ -175,25 +178,32 @@ void PinTo(const std::vector<int>& cpus) {
   }
 }
 
-std::vector<int> ClientCpus() {
+std::vector<int> ServerCpus(const Config& config) {
   std::vector<int> cpus;
-  for (long cpu = 1; cpu < ::sysconf(_SC_NPROCESSORS_ONLN); ++cpu) cpus.push_back(static_cast<int>(cpu));
+  for (int cpu = 0; cpu < config.pin; ++cpu) cpus.push_back(cpu);
   return cpus;
 }
 
-// A server started on CPU 0 alone (--pin): the affinity is inherited across posix_spawn.
+std::vector<int> ClientCpus(const Config& config) {
+  std::vector<int> cpus;
+  for (long cpu = config.pin; cpu < ::sysconf(_SC_NPROCESSORS_ONLN); ++cpu)
+    cpus.push_back(static_cast<int>(cpu));
+  return cpus;
+}
+
+// A server started on its CPUs (--pin): the affinity is inherited across posix_spawn.
 template <typename Server, typename... Args>
 std::unique_ptr<Server> StartServer(const Config& config, Args&&... args) {
-  if (!config.pin) return std::make_unique<Server>(std::forward<Args>(args)...);
-  PinTo({0});
+  if (config.pin == 0) return std::make_unique<Server>(std::forward<Args>(args)...);
+  PinTo(ServerCpus(config));
   std::unique_ptr<Server> server;
   try {
     server = std::make_unique<Server>(std::forward<Args>(args)...);
   } catch (...) {
-    PinTo(ClientCpus());
+    PinTo(ClientCpus(config));
     throw;
   }
-  PinTo(ClientCpus());
+  PinTo(ClientCpus(config));
   return server;
 }
 
@@ -357,6 +367,7 @@ Row RunDistrun(const Config& config, TorchStoreDialect dialect, int ranks, int p
   row.timeout_s = kDistrunTimeoutS;
   CoordinatorOptions options;
   options.torch_store = true;
+  options.torch_store_threads = config.store_threads;
   auto server = StartServer<CoordinatorProcess>(config, options);
   Measure(row, *server, config.threads);
   return row;
@@ -469,8 +480,10 @@ Config ParseConfig(const Flags& flags) {
   const std::string servers = flags.Get("servers", "torch,distrun");
   c.torch = servers.find("torch") != std::string::npos;
   c.distrun = servers.find("distrun") != std::string::npos;
-  c.pin = flags.Int("pin", 0) != 0;
+  c.pin = static_cast<int>(flags.Int("pin", 0));
+  c.store_threads = static_cast<int>(flags.Int("store-threads", 0));
   c.torch_python = flags.Get("torch-python", kTorchPython);
+
   c.torch_libuv.clear();
   std::stringstream libuv(flags.Get("torch-libuv", "-"));
   for (std::string item; std::getline(libuv, item, ',');) {
@@ -481,9 +494,11 @@ Config ParseConfig(const Flags& flags) {
     c.torch_libuv.push_back(item);
   }
   if (c.ranks.empty() || *std::min_element(c.ranks.begin(), c.ranks.end()) < 1 || c.per_connection < 0 ||
-      c.threads < 1 || c.torch_timeout_s <= 0 || (!c.torch && !c.distrun)) {
+      c.threads < 1 || c.torch_timeout_s <= 0 || (!c.torch && !c.distrun) || c.pin < 0 ||
+      c.store_threads < 0) {
     throw std::invalid_argument(
-        "--ranks needs positive counts, --threads and --torch-timeout-s positive values, --servers torch "
+        "--ranks needs positive counts, --threads and --torch-timeout-s positive values, --pin and "
+        "--store-threads no negative ones, --servers torch "
         "and/or distrun");
   }
   return c;
@@ -499,9 +514,11 @@ int PerConnection(const Config& config, int ranks) {
 int TorchStoreBench(const Flags& flags) {
   const Config config = ParseConfig(flags);
   ::signal(SIGPIPE, SIG_IGN);
-  if (config.pin) {
-    if (ClientCpus().empty()) throw std::invalid_argument("--pin 1 needs two CPUs or more");
-    PinTo(ClientCpus());
+  if (config.pin > 0) {
+    if (ClientCpus(config).empty()) {
+      throw std::invalid_argument("--pin N needs more than N CPUs: the ranks need one of their own");
+    }
+    PinTo(ClientCpus(config));
   }
   int most = 0;
   for (int n : config.ranks)
@@ -513,11 +530,13 @@ int TorchStoreBench(const Flags& flags) {
                                 " connections, over this process's descriptor limit " +
                                 std::to_string(limit));
   }
-  std::printf("descriptor limit %llu; %d simulation thread(s)%s; keys: legacy %s, modern %s\n",
-              static_cast<unsigned long long>(limit), config.threads,
-              config.pin ? ", servers on CPU 0, ranks on the others" : "",
-              InitKeys(TorchStoreDialect::kLegacy).uid.c_str(),
-              InitKeys(TorchStoreDialect::kModern).uid.c_str());
+  std::printf(
+      "descriptor limit %llu; %d simulation thread(s)%s; keys: legacy %s, modern %s\n",
+      static_cast<unsigned long long>(limit), config.threads,
+      config.pin > 0
+          ? (", servers on CPUs 0-" + std::to_string(config.pin - 1) + ", ranks on the others").c_str()
+          : "",
+      InitKeys(TorchStoreDialect::kLegacy).uid.c_str(), InitKeys(TorchStoreDialect::kModern).uid.c_str());
   std::printf(
       "K: ranks per connection; wall, init, uid: seconds from the first connect until the last rank is "
       "through "
@@ -549,7 +568,7 @@ int TorchStoreBench(const Flags& flags) {
   }
   std::string json = "{\"bench\": \"torch-store\", \"torch\": " + JsonString(torch_version) +
                      ", \"threads\": " + std::to_string(config.threads) +
-                     ", \"pinned\": " + (config.pin ? "true" : "false") + ", \"runs\": [";
+                     ", \"server_cpus\": " + std::to_string(config.pin) + ", \"runs\": [";
   for (size_t i = 0; i < all.size(); ++i) json += (i ? ", " : "") + Json(all[i]);
   std::printf("%s]}\n", json.c_str());
   return rc;

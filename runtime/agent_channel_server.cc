@@ -28,7 +28,8 @@
 #include "runtime/job_hosts.h"
 #include "runtime/proto_convert.h"
 #include "runtime/token_check.h"
-#include "runtime/torch_store_port.h"
+#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store_loops.h"
 
 namespace distrun {
 namespace {
@@ -39,7 +40,6 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Answers queued for an agent that does not read them: it is dropped past this.
 constexpr size_t kMaxQueuedBytes = 16 << 20;
 // A TCPStore client waits for each answer, but one MULTI_GET may ask for a whole request's worth.
-constexpr size_t kMaxTorchQueuedBytes = TorchStoreLimits{}.max_request_bytes + kMaxQueuedBytes;
 // What an agent may send while its munge credential is checked: its first messages, not more.
 constexpr size_t kMaxWhileVerifyingBytes = 1 << 20;
 // Refusals (strangers' TCPStore connections, agents munge did not admit) logged one by one; after that every
@@ -76,7 +76,16 @@ class AgentChannelServer::Loop {
         log_(config_.log ? config_.log : spdlog::default_logger()),
         listen_fd_(listen_fd),
         buffer_(kReadChunk) {
-    if (config_.torch_store) torch_.emplace(config_.torch_store_max_bytes, TorchStoreLimits{});
+    if (config_.torch_store) {
+      store_ = std::make_unique<TorchStoreLoops>(TorchStoreLoopsConfig{
+          .threads = config_.torch_store_threads > 0
+                         ? config_.torch_store_threads
+                         : DefaultTorchStoreThreads(std::thread::hardware_concurrency()),
+          .max_store_bytes = config_.torch_store_max_bytes,
+          .current_round = [this] { return service_.CurrentRound(); },
+          .close_timeout = config_.hello_timeout,
+          .log = log_});
+    }
     if (config_.munge) {
       checks_ = std::make_unique<CredentialChecks>(config_.munge, config_.admission,
                                                    [this](uint64_t id, const AdmissionVerdict& verdict) {
@@ -108,6 +117,7 @@ class AgentChannelServer::Loop {
     acceptor_.join();
     Wake();
     thread_.join();
+    store_.reset();                        // its loops read the service's round
     for (int fd : accepted_) ::close(fd);  // accepted after the loop's last look
     for (auto& [fd, conn] : conns_) {
       std::lock_guard lock(conn->mu);
@@ -133,9 +143,9 @@ class AgentChannelServer::Loop {
     Conn(int socket, uint64_t number, size_t max_frame)
         : fd(socket), id(number), reader(std::min(max_frame, kMaxHelloFrameBytes)) {}
     const int fd;
-    const uint64_t id;  // unique for the loop's life (descriptors are reused): the torch store's name for it
+    const uint64_t id;  // unique for the loop's life (descriptors are reused)
     // Loop thread only.
-    enum class Phase { kPreface, kHello, kOpen, kTorchStore } phase = Phase::kPreface;
+    enum class Phase { kPreface, kHello, kOpen } phase = Phase::kPreface;
     FrameReader reader;
     SteadyClock::time_point hello_deadline;
     bool refusing = false;
@@ -143,7 +153,6 @@ class AgentChannelServer::Loop {
     std::optional<int> credential_node;  // the node its credential was made for
     bool spoke = false;   // sent a byte (a 1.13 worker's second TCPStore connection never does)
     std::string address;  // an admitted agent's peer address (JobHosts)
-    std::string peer;     // a TCPStore connection's, for messages
     size_t max_queued = kMaxQueuedBytes;
     // Guarded by mu: any thread queues answers.
     std::mutex mu;
@@ -209,7 +218,6 @@ class AgentChannelServer::Loop {
       if (now >= next_scan) {
         next_scan = now + std::chrono::milliseconds(kLoopWaitMs);
         ExpireHellos(now);
-        SyncTorchEpoch();
       }
     }
   }
@@ -284,11 +292,6 @@ class AgentChannelServer::Loop {
       ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
       if (n > 0) {
         if (conn->refusing) continue;  // its answer is on the way; the rest is not read
-        if (conn->phase == Conn::Phase::kTorchStore) {
-          FeedTorchStore(conn, std::string_view(buffer_.data(), static_cast<size_t>(n)));
-          if (conn->dead) return;  // retired with an earlier epoch
-          continue;
-        }
         conn->reader.Append(buffer_.data(), static_cast<size_t>(n));
         if (conn->verifying && conn->reader.buffered() > kMaxWhileVerifyingBytes) {
           RefuseAgent(conn, "it sent more than " + std::to_string(kMaxWhileVerifyingBytes) +
@@ -319,7 +322,7 @@ class AgentChannelServer::Loop {
     conn->spoke = true;
     const std::string_view seen(head, static_cast<size_t>(n));
     if (!MayBeAgentPreface(seen)) {
-      const TorchStoreSniff sniff = torch_ ? SniffTorchStore(seen) : TorchStoreSniff::kNotTorchStore;
+      const TorchStoreSniff sniff = store_ ? SniffTorchStore(seen) : TorchStoreSniff::kNotTorchStore;
       if (sniff == TorchStoreSniff::kNotTorchStore) {
         HandOff(conn);
         return false;
@@ -671,10 +674,6 @@ class AgentChannelServer::Loop {
       --open_;
       job_hosts_.Remove(conn->address);
     }
-    if (conn->phase == Conn::Phase::kTorchStore) {
-      torch_->Close(conn->id);
-      torch_conns_.erase(conn->id);
-    }
     verifying_.erase(conn->id);
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
     // What the agent sent and nobody read would make close() reset the connection, and a reset can discard
@@ -690,11 +689,12 @@ class AgentChannelServer::Loop {
   void ExpireHellos(SteadyClock::time_point now) {
     std::vector<ConnPtr> late;
     for (auto& [fd, conn] : conns_) {
-      const bool served = conn->phase == Conn::Phase::kOpen || conn->phase == Conn::Phase::kTorchStore;
-      if ((!served || conn->refusing) && now >= conn->hello_deadline) late.push_back(conn);
+      if ((conn->phase != Conn::Phase::kOpen || conn->refusing) && now >= conn->hello_deadline) {
+        late.push_back(conn);
+      }
     }
     for (const ConnPtr& conn : late) {
-      if (conn->phase == Conn::Phase::kPreface && !conn->spoke && torch_ && MayUseTorchStore(*conn)) {
+      if (conn->phase == Conn::Phase::kPreface && !conn->spoke && store_ && MayUseTorchStore(*conn)) {
         // torch 1.13's second connection to its store (for WATCH_KEY callbacks) never sends a byte, and a
         // worker whose connection is closed spins on it: a silent one from a job host is never timed out.
         conn->hello_deadline = SteadyClock::time_point::max();
@@ -714,8 +714,9 @@ class AgentChannelServer::Loop {
     return !config_.torch_store_job_hosts_only || this_host || job_hosts_.Contains(PeerAddress(conn.fd));
   }
 
-  // A connection whose first bytes are TCPStore's: from a stranger it is closed at once; else it is served
-  // from the next byte on (kNeedMore: once the bytes tell the dialects apart).
+  // A connection whose first bytes are TCPStore's: from a stranger it is closed at once; else the torch
+  // store's loops take it over (kNeedMore: once the bytes tell the dialects apart). Returns false: nothing
+  // more of it is read here.
   bool OpenTorchStore(const ConnPtr& conn, TorchStoreSniff sniff) {
     if (!MayUseTorchStore(*conn)) {
       const uint64_t n = ++strangers_;
@@ -730,50 +731,16 @@ class AgentChannelServer::Loop {
     }
     if (sniff == TorchStoreSniff::kNeedMore)
       return false;  // the rest of the 5 bytes comes with the next edge
-    SyncTorchEpoch();
-    conn->phase = Conn::Phase::kTorchStore;
-    conn->peer = PeerName(conn->fd);
-    conn->max_queued = kMaxTorchQueuedBytes;
-    torch_->Open(conn->id,
-                 sniff == TorchStoreSniff::kModern ? TorchStoreDialect::kModern : TorchStoreDialect::kLegacy);
-    torch_conns_.emplace(conn->id, conn);
-    return true;
-  }
-
-  void FeedTorchStore(const ConnPtr& conn, std::string_view bytes) {
-    SyncTorchEpoch();
-    if (conn->dead) return;
-    TorchStorePortOutput out = torch_->Feed(conn->id, bytes);
-    for (const TorchStoreReply& reply : out.replies) {
-      auto it = torch_conns_.find(reply.connection);
-      if (it != torch_conns_.end()) QueueBytes(it->second, reply.bytes);
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    conns_.erase(conn->fd);
+    {
+      std::lock_guard lock(conn->mu);
+      conn->dead = true;
     }
-    if (out.error.empty()) return;
-    // torch's servers close such a connection too: its client throws, and the service goes on.
-    log_->warn("closed the TCPStore connection from {}: {}", conn->peer, out.error);
-    conn->refusing = true;
-    conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;  // to write what came before
-    QueueBytes(conn, {}, /*then_close=*/true);
-  }
-
-  // The job's epoch (the service's round) moved on: the torch store starts empty, and the connections of
-  // the round that is over are closed (its workers are gone or going; none may read the new keys).
-  void SyncTorchEpoch() {
-    if (!torch_) return;
-    const int round = service_.CurrentRound();
-    if (round <= torch_epoch_) return;
-    torch_epoch_ = round;
-    std::vector<uint64_t> retired = torch_->StartEpoch(round);
-    if (!retired.empty()) {
-      log_->debug("epoch {}: a fresh torch store; closing {} TCPStore connection(s) of earlier epochs", round,
-                  retired.size());
-    }
-    for (uint64_t id : retired) {
-      auto it = torch_conns_.find(id);
-      if (it == torch_conns_.end()) continue;
-      ConnPtr conn = it->second;  // Drop erases the map's
-      Drop(conn);
-    }
+    store_->Adopt(conn->fd,
+                  sniff == TorchStoreSniff::kModern ? TorchStoreDialect::kModern : TorchStoreDialect::kLegacy,
+                  PeerName(conn->fd));
+    return false;
   }
 
   void CloseEverything() {
@@ -783,6 +750,7 @@ class AgentChannelServer::Loop {
       why = close_why_;
     }
     closed_all_ = true;
+    if (store_) store_->CloseAll();
     std::vector<ConnPtr> all;
     for (auto& [fd, conn] : conns_) all.push_back(conn);
     for (const ConnPtr& conn : all) {
@@ -812,10 +780,8 @@ class AgentChannelServer::Loop {
   std::atomic<size_t> open_{0};
   uint64_t next_id_ = 1;  // loop thread
   JobHosts job_hosts_;    // loop thread: addresses of admitted agents
-  // PyTorch's store, when served (loop thread): its connections by id, the epoch it is in.
-  std::optional<TorchStorePort> torch_;
-  std::unordered_map<uint64_t, ConnPtr> torch_conns_;
-  int torch_epoch_ = 0;
+  // PyTorch's store, when served: its connections are its loops' once told apart.
+  std::unique_ptr<TorchStoreLoops> store_;
   uint64_t strangers_ = 0;
   uint64_t agents_refused_ = 0;
   // munge credentials (loop thread: the connections waiting for a verdict).

@@ -2,9 +2,9 @@
 // The coordinator's side of the agent channel (runtime/distrun.proto, top): one epoll loop owns the
 // coordinator's listening socket. A connection that opens with the agent preface is an agent, served here
 // with a few hundred bytes of state and one read per message; one that opens as PyTorch's TCPStore does
-// (torch_store_codec.h) is served the job's torch store (torch_store_port.h) on the same loop; any other
-// (gRPC's HTTP/2: workers' key-value calls, other clients) is handed to gRPC untouched, so one port serves
-// all three.
+// (torch_store_codec.h) is handed to the job's torch store (torch_store_loops.h), served on loops of its
+// own; any other (gRPC's HTTP/2: workers' key-value calls, other clients) is handed to gRPC untouched, so
+// one port serves all three.
 
 #include <chrono>
 #include <cstddef>
@@ -46,6 +46,7 @@ struct AgentChannelConfig {
   bool torch_store = false;
   size_t torch_store_max_bytes = size_t{1} << 30;
   bool torch_store_job_hosts_only = false;  // job_hosts.h
+  size_t torch_store_threads = 0;           // its loops (torch_store_loops.h); 0: DefaultTorchStoreThreads
   // Whether a connection's peer runs on this host; null: PeerIsThisHost (job_hosts.h). For tests, whose
   // peers are all on loopback.
   std::function<bool(int fd)> peer_is_this_host;

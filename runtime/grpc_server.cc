@@ -123,6 +123,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     channel.torch_store = config_.torch_store;
     channel.torch_store_max_bytes = config_.torch_store_max_bytes;
     channel.torch_store_job_hosts_only = config_.torch_store_job_hosts_only;
+    channel.torch_store_threads = config_.torch_store_threads;
     channel.log = log_;
     channel.hand_off = [this](int fd, const std::string& peer) {
       {

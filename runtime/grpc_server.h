@@ -42,6 +42,7 @@ struct GrpcServerConfig {
   // TCPStore carries no credentials: true lets only this host and the hosts of admitted agents use the
   // store (multi-host jobs); false lets any peer (a loopback-only server, where every peer is local).
   bool torch_store_job_hosts_only = false;
+  size_t torch_store_threads = 0;  // the store's loops (torch_store_loops.h); 0: DefaultTorchStoreThreads
   std::chrono::milliseconds tick_interval{10};          // how often waits are checked for their deadline
   std::chrono::milliseconds progress_interval{10'000};  // how often rendezvous progress is logged
   std::shared_ptr<spdlog::logger> log;                  // null: spdlog's default logger

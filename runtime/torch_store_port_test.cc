@@ -15,9 +15,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <future>
+#include <memory>
+#include <set>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/agent_channel_server.h"
 #include "runtime/agent_frames.h"
@@ -50,7 +55,8 @@ class StoreClient {
     return out;
   }
   void SendBytes(std::string_view bytes) {
-    EXPECT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+    EXPECT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()))
+        << std::strerror(errno);
   }
   void Send(const TorchStoreRequest& request) { SendBytes(Encode(request)); }
 
@@ -100,6 +106,8 @@ std::string I64(int64_t value) {
 class TorchStorePortTest : public ::testing::Test {
  protected:
   // `job_hosts_only`: loopback peers count as strangers unless an agent was admitted from 127.0.0.1.
+  // Three store loops: the connections of a test go round them, so a reply often crosses from one loop to
+  // another (a WAIT answered by another connection's SET, an epoch's end closing all of them).
   void Start(bool torch_store = true, bool job_hosts_only = false, int max_restarts = 0) {
     ServiceConfig sc;
     sc.num_nodes = 1;
@@ -114,6 +122,7 @@ class TorchStorePortTest : public ::testing::Test {
     c.torch_store = torch_store;
     c.torch_store_max_bytes = 1 << 20;
     c.torch_store_job_hosts_only = job_hosts_only;
+    c.torch_store_threads = 3;
     c.peer_is_this_host = [](int) { return false; };
     c.log = std::make_shared<spdlog::logger>("port", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
     int listen_fd = testing::ListenLoopback(&port);
@@ -218,6 +227,7 @@ TEST_F(TorchStorePortTest, AnUnknownOpcodeClosesThatConnectionOnlyAndIsLoggedWit
   Start();
   StoreClient good(port, TorchStoreDialect::kLegacy);
   good.Send(Req(Op::kSet, {"k"}, {"v"}));
+  EXPECT_EQ(good.Get("k"), "v");  // served: the connections are on loops of their own, unordered
   StoreClient bad(port, TorchStoreDialect::kLegacy);
   bad.Send(Req(Op::kGetNumKeys));
   EXPECT_EQ(bad.Read(8), I64(1));
@@ -284,9 +294,43 @@ TEST_F(TorchStorePortTest, StrangersCannotReadWriteOrHoldTheStore) {
   // The agent is gone: so is its host's access.
   for (int i = 0; i < 1000 && server->connections() > 0; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(server->connections(), 0u);
+  // Its VALIDATE is refused (a request sent behind it may already meet the reset).
   StoreClient late(port, TorchStoreDialect::kModern);
-  late.Send(Req(Op::kGet, {"k"}));
   EXPECT_TRUE(late.ClosedWithin(5s));
+}
+
+// What init_process_group does, on many connections over the loops at once: every rank ADDs, waits for the
+// id rank 0 sets, reads it, and the last to arrive at the barrier releases the others. Each connection
+// gets its replies in order whichever loop made them.
+TEST_F(TorchStorePortTest, ManyConnectionsOverTheLoopsInitialiseTogether) {
+  Start();
+  constexpr int kRanks = 24;
+  std::vector<std::unique_ptr<StoreClient>> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.push_back(
+        std::make_unique<StoreClient>(port, r % 2 ? TorchStoreDialect::kModern : TorchStoreDialect::kLegacy));
+  }
+  for (int r = 1; r < kRanks; ++r) ranks[r]->Send(Req(Op::kWait, {"uid"}));
+  for (int r = 0; r < kRanks; ++r) ranks[r]->Send(Req(Op::kAdd, {"init/"}, {}, 1));
+  std::set<std::string> counts;
+  for (int r = 0; r < kRanks; ++r) counts.insert(ranks[r]->Read(8));  // before the wait's answer
+  EXPECT_EQ(counts.size(), static_cast<size_t>(kRanks));
+  ranks[0]->Send(Req(Op::kSet, {"uid"}, {std::string(128, 'u')}));
+  for (int r = 1; r < kRanks; ++r) {
+    EXPECT_EQ(ranks[r]->Read(1), std::string(1, '\0')) << r;
+    EXPECT_EQ(ranks[r]->Get("uid"), std::string(128, 'u')) << r;
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    ranks[r]->Send(Req(Op::kWait, {"last"}));
+    ranks[r]->Send(Req(Op::kAdd, {"barrier"}, {}, 1));
+  }
+  int last = -1;
+  for (int r = 0; r < kRanks; ++r) {
+    if (ranks[r]->Read(8) == I64(kRanks)) last = r;
+  }
+  ASSERT_GE(last, 0);
+  ranks[last]->Send(Req(Op::kSet, {"last"}, {"1"}));
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(ranks[r]->Read(1), std::string(1, '\0')) << r;
 }
 
 TEST_F(TorchStorePortTest, ANewEpochEmptiesTheStoreAndClosesTheOldEpochsConnections) {
@@ -306,9 +350,16 @@ TEST_F(TorchStorePortTest, ANewEpochEmptiesTheStoreAndClosesTheOldEpochsConnecti
   StoreClient old_worker(port, TorchStoreDialect::kModern);
   old_worker.Send(Req(Op::kSet, {"default_pg/0//nccl_uid"}, {"epoch 0's id"}));
   EXPECT_EQ(old_worker.Get("default_pg/0//nccl_uid"), "epoch 0's id");
+  std::vector<std::unique_ptr<StoreClient>> others;  // on the other loops, one waiting
+  for (int i = 0; i < 4; ++i) {
+    others.push_back(std::make_unique<StoreClient>(port, TorchStoreDialect::kLegacy));
+    EXPECT_EQ(others.back()->Get("default_pg/0//nccl_uid"), "epoch 0's id");
+  }
+  others[0]->Send(Req(Op::kWait, {"never"}));
   bool root = false;
   ASSERT_TRUE(service->ReportFailure(0, FailedWorker{0, "host0", 0, 3, "exited with code 3"}, &root).ok());
   EXPECT_TRUE(old_worker.ClosedWithin(5s));
+  for (auto& other : others) EXPECT_TRUE(other->ClosedWithin(5s));
   StoreClient new_worker(port, TorchStoreDialect::kModern);
   EXPECT_EQ(new_worker.Get("default_pg/0//nccl_uid"), "");
 }

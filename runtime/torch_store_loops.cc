@@ -1,0 +1,398 @@
+#include "runtime/torch_store_loops.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+namespace distrun {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr int kLoopWaitMs = 100;
+
+}  // namespace
+
+size_t DefaultTorchStoreThreads(unsigned cores) { return std::clamp<size_t>(cores / 4, 1, 4); }
+
+struct TorchStoreLoops::Conn {
+  Conn(int socket, std::string from) : fd(socket), peer(std::move(from)) {}
+  const int fd;
+  const std::string peer;
+  uint64_t id = 0;       // set before it is shared
+  Loop* loop = nullptr;  // likewise
+  // Its loop only: when a connection closed for an error is dropped even with its replies unread.
+  SteadyClock::time_point close_by = SteadyClock::time_point::max();
+  // Guarded by mu: any loop queues replies.
+  std::mutex mu;
+  std::string out;
+  size_t out_sent = 0;
+  bool dirty = false;    // posted to its loop for writing
+  bool closing = false;  // close once `out` is written
+  bool dead = false;
+  bool want_write = false;  // EPOLLOUT is watched
+};
+
+class TorchStoreLoops::Loop {
+ public:
+  explicit Loop(TorchStoreLoops& owner) : owner_(owner), buffer_(kReadChunk) {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) {
+      const std::string why = std::strerror(errno);
+      CloseFds();
+      throw std::runtime_error("the torch store cannot watch its connections: " + why);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_fd_;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Loop() {
+    Stop();
+    for (Op& op : inbox_) {
+      if (op.kind == Op::kAdopt) ::close(op.conn->fd);  // never watched
+    }
+    for (auto& [fd, conn] : conns_) {
+      std::lock_guard lock(conn->mu);
+      conn->dead = true;
+      ::close(fd);
+    }
+    CloseFds();
+  }
+
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
+
+  // Ends the thread; other loops may still post (their posts wait in the inbox until this is destroyed).
+  void Stop() {
+    stop_.store(true);
+    Wake();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void Adopt(const ConnPtr& conn) { Post({Op::kAdopt, conn}); }
+  // Its output grew (any thread).
+  void MarkDirty(const ConnPtr& conn) { Post({Op::kFlush, conn}); }
+  // Its epoch is over (any thread).
+  void Retire(const ConnPtr& conn) { Post({Op::kRetire, conn}); }
+
+  void CloseAllAndWait() {
+    std::unique_lock lock(inbox_mu_);
+    close_all_ = true;
+    Wake();
+    closed_cv_.wait(lock, [this] { return closed_all_done_; });
+  }
+
+ private:
+  struct Op {
+    enum Kind { kAdopt, kFlush, kRetire } kind;
+    ConnPtr conn;
+  };
+
+  void Post(Op op) {
+    bool wake = false;
+    {
+      std::lock_guard lock(inbox_mu_);
+      wake = inbox_.empty();
+      inbox_.push_back(std::move(op));
+    }
+    if (wake && std::this_thread::get_id() != thread_.get_id()) Wake();
+  }
+
+  void Wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  }
+
+  void CloseFds() {
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    epoll_fd_ = wake_fd_ = -1;
+  }
+
+  void Run() {
+    std::vector<epoll_event> events(256);
+    auto next_scan = SteadyClock::now();
+    while (!stop_.load()) {
+      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), kLoopWaitMs);
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[static_cast<size_t>(i)].data.fd;
+        const uint32_t ev = events[static_cast<size_t>(i)].events;
+        if (fd == wake_fd_) {
+          uint64_t count = 0;
+          [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
+        } else if (auto it = conns_.find(fd); it != conns_.end()) {
+          ConnPtr conn = it->second;
+          if (ev & EPOLLOUT) Flush(conn);
+          if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
+        }
+      }
+      TakeInbox();
+      const auto now = SteadyClock::now();
+      if (now >= next_scan) {
+        next_scan = now + std::chrono::milliseconds(kLoopWaitMs);
+        owner_.SyncEpoch();
+        std::vector<ConnPtr> late;
+        for (auto& [fd, conn] : conns_) {
+          if (now >= conn->close_by) late.push_back(conn);
+        }
+        for (const ConnPtr& conn : late) Drop(conn);
+      }
+    }
+  }
+
+  // Until nothing is left: serving one connection's bytes can post more for this loop.
+  void TakeInbox() {
+    std::vector<Op> ops;
+    while (true) {
+      bool close_all = false;
+      {
+        std::lock_guard lock(inbox_mu_);
+        ops.swap(inbox_);
+        close_all = close_all_ && !closed_all_done_;
+      }
+      if (close_all) {
+        CloseEverything(ops);
+        return;
+      }
+      if (ops.empty()) return;
+      for (const Op& op : ops) {
+        switch (op.kind) {
+          case Op::kAdopt: {
+            conns_.emplace(op.conn->fd, op.conn);
+            // Bytes that came before are reported at once: adding a ready descriptor raises its first edge.
+            epoll_event ev{};
+            ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+            ev.data.fd = op.conn->fd;
+            ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, op.conn->fd, &ev);
+            break;
+          }
+          case Op::kFlush: {
+            std::lock_guard lock(op.conn->mu);
+            op.conn->dirty = false;
+          }
+            Flush(op.conn);
+            break;
+          case Op::kRetire:
+            Drop(op.conn);
+            break;
+        }
+      }
+      ops.clear();
+    }
+  }
+
+  void CloseEverything(std::vector<Op>& ops) {
+    for (const Op& op : ops) {
+      if (op.kind == Op::kAdopt) conns_.emplace(op.conn->fd, op.conn);  // Drop's epoll_ctl DEL fails: fine
+    }
+    std::vector<ConnPtr> all;
+    for (auto& [fd, conn] : conns_) all.push_back(conn);
+    for (const ConnPtr& conn : all) Drop(conn);
+    std::lock_guard lock(inbox_mu_);
+    inbox_.clear();
+    closed_all_done_ = true;
+    closed_cv_.notify_all();
+  }
+
+  // Edge-triggered: reads until the socket has nothing more.
+  void Read(const ConnPtr& conn) {
+    while (true) {
+      const ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
+      if (n > 0) {
+        if (conn->close_by != SteadyClock::time_point::max()) continue;  // closing: the rest is not read
+        owner_.Feed(conn, std::string_view(buffer_.data(), static_cast<size_t>(n)));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      Drop(conn);  // closed by the worker, or broken
+      return;
+    }
+  }
+
+  // Writes what is queued; watches for room when the socket is full; closes a connection that is done.
+  void Flush(const ConnPtr& conn) {
+    bool drop = false;
+    {
+      std::lock_guard lock(conn->mu);
+      if (conn->dead) return;
+      while (conn->out_sent < conn->out.size()) {
+        const ssize_t n = ::send(conn->fd, conn->out.data() + conn->out_sent,
+                                 conn->out.size() - conn->out_sent, MSG_NOSIGNAL);
+        if (n > 0) {
+          conn->out_sent += static_cast<size_t>(n);
+          continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        drop = true;  // broken; the read side sees it too
+        break;
+      }
+      const bool pending = conn->out_sent < conn->out.size();
+      if (!pending) {
+        conn->out.clear();
+        conn->out_sent = 0;
+        if (conn->closing) drop = true;
+      }
+      if (!drop && pending != conn->want_write) {
+        conn->want_write = pending;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (pending ? EPOLLOUT : 0u);
+        ev.data.fd = conn->fd;
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &ev);
+      }
+    }
+    if (drop) Drop(conn);
+  }
+
+  // Never under conn->mu or the owner's mutex. What the worker sent and nobody read would make close()
+  // reset the connection, and a reset can discard the last reply before it is read: read it away, then
+  // end this side in order.
+  void Drop(const ConnPtr& conn) {
+    {
+      std::lock_guard lock(conn->mu);
+      if (conn->dead) return;
+      conn->dead = true;
+      conn->out.clear();
+    }
+    owner_.Forget(*conn);
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    while (::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
+    }
+    ::shutdown(conn->fd, SHUT_WR);
+    ::close(conn->fd);
+    conns_.erase(conn->fd);
+  }
+
+  TorchStoreLoops& owner_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::vector<char> buffer_;
+  std::unordered_map<int, ConnPtr> conns_;  // this loop's thread only
+  std::atomic<bool> stop_{false};
+  std::mutex inbox_mu_;
+  std::vector<Op> inbox_;
+  bool close_all_ = false;
+  bool closed_all_done_ = false;
+  std::condition_variable closed_cv_;
+  std::thread thread_;  // last: starts once the rest is made
+};
+
+TorchStoreLoops::TorchStoreLoops(TorchStoreLoopsConfig config)
+    : config_(std::move(config)),
+      log_(config_.log ? config_.log : spdlog::default_logger()),
+      port_(config_.max_store_bytes, TorchStoreLimits{}) {
+  for (size_t i = 0; i < std::max<size_t>(config_.threads, 1); ++i)
+    loops_.push_back(std::make_unique<Loop>(*this));
+}
+
+TorchStoreLoops::~TorchStoreLoops() {
+  for (auto& loop : loops_) loop->Stop();  // all of them first: a running loop posts to the others
+  loops_.clear();
+}
+
+void TorchStoreLoops::Adopt(int fd, TorchStoreDialect dialect, std::string peer) {
+  if (closed_.load()) {
+    ::close(fd);
+    return;
+  }
+  SyncEpoch();
+  auto conn = std::make_shared<Conn>(fd, std::move(peer));
+  {
+    std::lock_guard lock(mu_);
+    conn->id = next_id_++;
+    conn->loop = loops_[next_loop_++ % loops_.size()].get();
+    port_.Open(conn->id, dialect);
+    open_.emplace(conn->id, conn);
+  }
+  conn->loop->Adopt(conn);
+}
+
+void TorchStoreLoops::CloseAll() {
+  closed_.store(true);
+  for (auto& loop : loops_) loop->CloseAllAndWait();
+}
+
+void TorchStoreLoops::Feed(const ConnPtr& conn, std::string_view bytes) {
+  SyncEpoch();
+  std::vector<ConnPtr> woken;
+  TorchStorePortOutput out;
+  {
+    std::lock_guard lock(mu_);
+    if (!open_.contains(conn->id)) return;  // retired with an earlier epoch; its loop closes it
+    out = port_.Feed(conn->id, bytes);
+    for (TorchStoreReply& reply : out.replies) {
+      auto it = open_.find(reply.connection);
+      if (it == open_.end()) continue;
+      Conn& to = *it->second;
+      std::lock_guard conn_lock(to.mu);
+      if (to.dead || to.closing) continue;
+      to.out.append(reply.bytes);
+      if (to.out.size() - to.out_sent > config_.max_queued_bytes) to.closing = true;  // it does not read
+      if (!to.dirty) {
+        to.dirty = true;
+        woken.push_back(it->second);
+      }
+    }
+    if (!out.error.empty()) {
+      // torch's servers close such a connection too: its client throws, and the service goes on. What came
+      // before is written first.
+      std::lock_guard conn_lock(conn->mu);
+      conn->closing = true;
+      if (!conn->dirty) {
+        conn->dirty = true;
+        woken.push_back(conn);
+      }
+    }
+  }
+  if (!out.error.empty()) {
+    log_->warn("closed the TCPStore connection from {}: {}", conn->peer, out.error);
+    conn->close_by = SteadyClock::now() + config_.close_timeout;
+  }
+  for (const ConnPtr& c : woken) c->loop->MarkDirty(c);
+}
+
+void TorchStoreLoops::Forget(const Conn& conn) {
+  std::lock_guard lock(mu_);
+  if (open_.erase(conn.id) > 0) port_.Close(conn.id);
+}
+
+void TorchStoreLoops::SyncEpoch() {
+  if (!config_.current_round) return;
+  const int round = config_.current_round();
+  std::vector<ConnPtr> retired;
+  {
+    std::lock_guard lock(mu_);
+    if (round <= epoch_) return;
+    epoch_ = round;
+    for (uint64_t id : port_.StartEpoch(round)) {
+      auto it = open_.find(id);
+      if (it == open_.end()) continue;
+      retired.push_back(it->second);
+      open_.erase(it);
+      port_.Close(id);
+    }
+  }
+  if (!retired.empty()) {
+    log_->debug("epoch {}: a fresh torch store; closing {} TCPStore connection(s) of earlier epochs", round,
+                retired.size());
+  }
+  for (const ConnPtr& conn : retired) conn->loop->Retire(conn);
+}
+
+}  // namespace distrun
