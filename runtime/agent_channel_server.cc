@@ -287,6 +287,7 @@ class AgentChannelServer::Loop {
 
   // Edge-triggered: reads until the socket has nothing more.
   void Read(const ConnPtr& conn) {
+    if (conn->dead) return;  // dropped by the Flush before: its descriptor may be another's by now
     if (conn->phase == Conn::Phase::kPreface && !ReadPreface(conn)) return;
     while (true) {
       ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());

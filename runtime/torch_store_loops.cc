@@ -211,6 +211,7 @@ class TorchStoreLoops::Loop {
 
   // Edge-triggered: reads until the socket has nothing more.
   void Read(const ConnPtr& conn) {
+    if (conn->dead) return;  // dropped by the Flush before: its descriptor may be another's by now
     while (true) {
       const ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
       if (n > 0) {
