@@ -27,9 +27,11 @@
 #include "runtime/distrun.pb.h"
 #include "runtime/job_hosts.h"
 #include "runtime/proto_convert.h"
+#include "runtime/socket_output.h"
 #include "runtime/token_check.h"
 #include "runtime/torch_store_codec.h"
 #include "runtime/torch_store_loops.h"
+#include "runtime/wakeable_epoll.h"
 
 namespace distrun {
 namespace {
@@ -96,15 +98,12 @@ class AgentChannelServer::Loop {
                                                      Wake();
                                                    });
     }
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0 || stop_fd_ < 0) {
+    if (stop_fd_ < 0) {
       const std::string why = std::strerror(errno);
       CloseFds();
       throw std::runtime_error("the runtime cannot watch its port: " + why);
     }
-    Watch(wake_fd_, EPOLLIN);
     thread_ = std::thread([this] { Run(); });
     acceptor_ = std::thread([this] { AcceptLoop(); });
   }
@@ -156,12 +155,10 @@ class AgentChannelServer::Loop {
     size_t max_queued = kMaxQueuedBytes;
     // Guarded by mu: any thread queues answers.
     std::mutex mu;
-    std::string out;
-    size_t out_sent = 0;
+    SocketOutput output;
     bool dirty = false;    // in the loop's list of connections with output
-    bool closing = false;  // close once `out` is written
+    bool closing = false;  // close once `output` is written
     bool dead = false;
-    bool want_write = false;  // EPOLLOUT is watched
     // The nodes whose liveness messages came on this connection, with their stream ids: one for an agent;
     // several for a peer that carries more than one node (a relay, a benchmark).
     struct WireNode {
@@ -174,42 +171,24 @@ class AgentChannelServer::Loop {
   using ConnPtr = std::shared_ptr<Conn>;
 
   void CloseFds() {
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
     if (stop_fd_ >= 0) ::close(stop_fd_);
     if (listen_fd_ >= 0) ::close(listen_fd_);
-    epoll_fd_ = wake_fd_ = stop_fd_ = listen_fd_ = -1;
+    stop_fd_ = listen_fd_ = -1;
   }
 
-  void Watch(int fd, uint32_t events) {
-    epoll_event ev{};
-    ev.events = events;
-    ev.data.fd = fd;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-  }
-
-  void Wake() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  }
+  void Wake() { epoll_.Wake(); }
 
   void Run() {
     std::vector<epoll_event> events(256);
     auto next_scan = SteadyClock::now();
     while (!stop_.load()) {
-      int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), kLoopWaitMs);
-      for (int i = 0; i < n; ++i) {
-        const int fd = events[static_cast<size_t>(i)].data.fd;
-        const uint32_t ev = events[static_cast<size_t>(i)].events;
-        if (fd == wake_fd_) {
-          uint64_t count = 0;
-          [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
-        } else if (auto it = conns_.find(fd); it != conns_.end()) {
-          ConnPtr conn = it->second;
-          if (ev & EPOLLOUT) Flush(conn);
-          if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
-        }
-      }
+      epoll_.Wait(&events, kLoopWaitMs, [this](int fd, uint32_t ev) {
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) return;
+        ConnPtr conn = it->second;
+        if (ev & EPOLLOUT) Flush(conn);
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
+      });
       AddAccepted();
       ApplyVerdicts();
       FlushQueued();
@@ -281,7 +260,7 @@ class AgentChannelServer::Loop {
       conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;
       conns_.emplace(fd, conn);
       // Data that arrived before this is reported at once: adding a ready descriptor raises its first edge.
-      Watch(fd, EPOLLIN | EPOLLRDHUP | EPOLLET);
+      epoll_.Watch(fd, EPOLLIN | EPOLLRDHUP | EPOLLET);
     }
   }
 
@@ -337,7 +316,7 @@ class AgentChannelServer::Loop {
   }
 
   void HandOff(const ConnPtr& conn) {
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    epoll_.Forget(conn->fd);
     conns_.erase(conn->fd);
     {
       std::lock_guard lock(conn->mu);
@@ -591,8 +570,8 @@ class AgentChannelServer::Loop {
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead || conn->closing) return;
-      append(&conn->out);
-      if (then_close || conn->out.size() - conn->out_sent > conn->max_queued) conn->closing = true;
+      append(&conn->output.out);
+      if (then_close || conn->output.out.size() - conn->output.sent > conn->max_queued) conn->closing = true;
       if (conn->dirty) return;
       conn->dirty = true;
     }
@@ -631,31 +610,8 @@ class AgentChannelServer::Loop {
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
-      while (conn->out_sent < conn->out.size()) {
-        ssize_t n = ::send(conn->fd, conn->out.data() + conn->out_sent, conn->out.size() - conn->out_sent,
-                           MSG_NOSIGNAL);
-        if (n > 0) {
-          conn->out_sent += static_cast<size_t>(n);
-          continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        drop = true;  // broken; the read side sees it too
-        break;
-      }
-      const bool pending = conn->out_sent < conn->out.size();
-      if (!pending) {
-        conn->out.clear();
-        conn->out_sent = 0;
-        if (conn->closing) drop = true;
-      }
-      if (!drop && pending != conn->want_write) {
-        conn->want_write = pending;
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (pending ? EPOLLOUT : 0u);
-        ev.data.fd = conn->fd;
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &ev);
-      }
+      drop =
+          !WriteQueued(epoll_.fd(), conn->fd, &conn->output) || (conn->closing && conn->output.out.empty());
     }
     if (drop) Drop(conn);
   }
@@ -669,14 +625,14 @@ class AgentChannelServer::Loop {
       if (conn->dead) return;
       conn->dead = true;
       nodes = std::exchange(conn->nodes, {});
-      conn->out.clear();
+      conn->output.out.clear();
     }
     if (conn->phase == Conn::Phase::kOpen) {
       --open_;
       job_hosts_.Remove(conn->address);
     }
     verifying_.erase(conn->id);
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    epoll_.Forget(conn->fd);
     // What the agent sent and nobody read would make close() reset the connection, and a reset can discard
     // the last answer before the agent reads it: read it away, then end our side in order.
     while (drain && ::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
@@ -732,7 +688,7 @@ class AgentChannelServer::Loop {
     }
     if (sniff == TorchStoreSniff::kNeedMore)
       return false;  // the rest of the 5 bytes comes with the next edge
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    epoll_.Forget(conn->fd);
     conns_.erase(conn->fd);
     {
       std::lock_guard lock(conn->mu);
@@ -774,8 +730,7 @@ class AgentChannelServer::Loop {
   AgentChannelConfig config_;
   std::shared_ptr<spdlog::logger> log_;
   int listen_fd_ = -1;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  WakeableEpoll epoll_{"the runtime cannot watch its port"};
   std::vector<char> buffer_;                // the loop's read buffer
   std::unordered_map<int, ConnPtr> conns_;  // loop thread only
   std::atomic<size_t> open_{0};

@@ -2,17 +2,17 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <cstring>
-#include <stdexcept>
 #include <thread>
 #include <utility>
+
+#include "runtime/socket_output.h"
+#include "runtime/wakeable_epoll.h"
 
 namespace distrun {
 namespace {
@@ -36,28 +36,16 @@ struct TorchStoreLoops::Conn {
   SteadyClock::time_point close_by = SteadyClock::time_point::max();
   // Guarded by mu: any loop queues replies.
   std::mutex mu;
-  std::string out;
-  size_t out_sent = 0;
+  SocketOutput output;
   bool dirty = false;    // posted to its loop for writing
-  bool closing = false;  // close once `out` is written
+  bool closing = false;  // close once `output` is written
   bool dead = false;
-  bool want_write = false;  // EPOLLOUT is watched
 };
 
 class TorchStoreLoops::Loop {
  public:
-  explicit Loop(TorchStoreLoops& owner) : owner_(owner), buffer_(kReadChunk) {
-    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll_fd_ < 0 || wake_fd_ < 0) {
-      const std::string why = std::strerror(errno);
-      CloseFds();
-      throw std::runtime_error("the torch store cannot watch its connections: " + why);
-    }
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = wake_fd_;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  explicit Loop(TorchStoreLoops& owner)
+      : owner_(owner), epoll_("the torch store cannot watch its connections"), buffer_(kReadChunk) {
     thread_ = std::thread([this] { Run(); });
   }
 
@@ -71,7 +59,6 @@ class TorchStoreLoops::Loop {
       conn->dead = true;
       ::close(fd);
     }
-    CloseFds();
   }
 
   Loop(const Loop&) = delete;
@@ -80,7 +67,7 @@ class TorchStoreLoops::Loop {
   // Ends the thread; other loops may still post (their posts wait in the inbox until this is destroyed).
   void Stop() {
     stop_.store(true);
-    Wake();
+    epoll_.Wake();
     if (thread_.joinable()) thread_.join();
   }
 
@@ -93,7 +80,7 @@ class TorchStoreLoops::Loop {
   void CloseAllAndWait() {
     std::unique_lock lock(inbox_mu_);
     close_all_ = true;
-    Wake();
+    epoll_.Wake();
     closed_cv_.wait(lock, [this] { return closed_all_done_; });
   }
 
@@ -110,37 +97,20 @@ class TorchStoreLoops::Loop {
       wake = inbox_.empty();
       inbox_.push_back(std::move(op));
     }
-    if (wake && std::this_thread::get_id() != thread_.get_id()) Wake();
-  }
-
-  void Wake() {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  }
-
-  void CloseFds() {
-    if (epoll_fd_ >= 0) ::close(epoll_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-    epoll_fd_ = wake_fd_ = -1;
+    if (wake && std::this_thread::get_id() != thread_.get_id()) epoll_.Wake();
   }
 
   void Run() {
     std::vector<epoll_event> events(256);
     auto next_scan = SteadyClock::now();
     while (!stop_.load()) {
-      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), kLoopWaitMs);
-      for (int i = 0; i < n; ++i) {
-        const int fd = events[static_cast<size_t>(i)].data.fd;
-        const uint32_t ev = events[static_cast<size_t>(i)].events;
-        if (fd == wake_fd_) {
-          uint64_t count = 0;
-          [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
-        } else if (auto it = conns_.find(fd); it != conns_.end()) {
-          ConnPtr conn = it->second;
-          if (ev & EPOLLOUT) Flush(conn);
-          if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
-        }
-      }
+      epoll_.Wait(&events, kLoopWaitMs, [this](int fd, uint32_t ev) {
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) return;
+        ConnPtr conn = it->second;
+        if (ev & EPOLLOUT) Flush(conn);
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
+      });
       TakeInbox();
       const auto now = SteadyClock::now();
       if (now >= next_scan) {
@@ -175,10 +145,7 @@ class TorchStoreLoops::Loop {
           case Op::kAdopt: {
             conns_.emplace(op.conn->fd, op.conn);
             // Bytes that came before are reported at once: adding a ready descriptor raises its first edge.
-            epoll_event ev{};
-            ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
-            ev.data.fd = op.conn->fd;
-            ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, op.conn->fd, &ev);
+            epoll_.Watch(op.conn->fd, EPOLLIN | EPOLLRDHUP | EPOLLET);
             break;
           }
           case Op::kFlush: {
@@ -232,31 +199,8 @@ class TorchStoreLoops::Loop {
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
-      while (conn->out_sent < conn->out.size()) {
-        const ssize_t n = ::send(conn->fd, conn->out.data() + conn->out_sent,
-                                 conn->out.size() - conn->out_sent, MSG_NOSIGNAL);
-        if (n > 0) {
-          conn->out_sent += static_cast<size_t>(n);
-          continue;
-        }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        drop = true;  // broken; the read side sees it too
-        break;
-      }
-      const bool pending = conn->out_sent < conn->out.size();
-      if (!pending) {
-        conn->out.clear();
-        conn->out_sent = 0;
-        if (conn->closing) drop = true;
-      }
-      if (!drop && pending != conn->want_write) {
-        conn->want_write = pending;
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (pending ? EPOLLOUT : 0u);
-        ev.data.fd = conn->fd;
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, conn->fd, &ev);
-      }
+      drop =
+          !WriteQueued(epoll_.fd(), conn->fd, &conn->output) || (conn->closing && conn->output.out.empty());
     }
     if (drop) Drop(conn);
   }
@@ -269,10 +213,10 @@ class TorchStoreLoops::Loop {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
       conn->dead = true;
-      conn->out.clear();
+      conn->output.out.clear();
     }
     owner_.Forget(*conn);
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, conn->fd, nullptr);
+    epoll_.Forget(conn->fd);
     while (::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
     }
     ::shutdown(conn->fd, SHUT_WR);
@@ -281,8 +225,7 @@ class TorchStoreLoops::Loop {
   }
 
   TorchStoreLoops& owner_;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  WakeableEpoll epoll_;
   std::vector<char> buffer_;
   std::unordered_map<int, ConnPtr> conns_;  // this loop's thread only
   std::atomic<bool> stop_{false};
@@ -343,8 +286,9 @@ void TorchStoreLoops::Feed(const ConnPtr& conn, std::string_view bytes) {
       Conn& to = *it->second;
       std::lock_guard conn_lock(to.mu);
       if (to.dead || to.closing) continue;
-      to.out.append(reply.bytes);
-      if (to.out.size() - to.out_sent > config_.max_queued_bytes) to.closing = true;  // it does not read
+      to.output.out.append(reply.bytes);
+      if (to.output.out.size() - to.output.sent > config_.max_queued_bytes)
+        to.closing = true;  // it does not read
       if (!to.dirty) {
         to.dirty = true;
         woken.push_back(it->second);
