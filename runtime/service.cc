@@ -800,10 +800,7 @@ JobState CoordinationService::State() const {
   return state_;
 }
 
-int CoordinationService::CurrentRound() const {
-  std::lock_guard lock(mu_);
-  return round_;
-}
+int CoordinationService::CurrentRound() const { return round_.load(); }
 
 std::optional<int> CoordinationService::ExitCode() const {
   std::lock_guard lock(mu_);

@@ -7,6 +7,7 @@
 // service's lock, possibly on another caller's thread. Waits end at their deadline when Tick() runs
 // (the transport calls it on a timer). Event sinks run under the lock, so they must only queue.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -229,7 +230,9 @@ class CoordinationService {
   mutable std::mutex mu_;
   bool shut_down_ = false;
   JobState state_ = JobState::kRendezvous;
-  int round_ = 0;                              // the epoch; one more after each restart or lost member
+  // The epoch; one more after each restart or lost member. Written under mu_; atomic so that CurrentRound,
+  // which the torch store's loops read before each request, takes no lock.
+  std::atomic<int> round_ = 0;
   int restarts_ = 0;                           // epochs begun after a worker failure (--max-restarts)
   std::vector<std::pair<int, int>> losses_;    // (node rank, epoch it was lost in)
   std::vector<std::pair<int, int>> arrivals_;  // (node rank, epoch it arrived in)
