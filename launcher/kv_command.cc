@@ -7,6 +7,7 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/command_auth.h"
 #include "launcher/options.h"
 #include "runtime/grpc_client.h"
 
@@ -26,7 +27,10 @@ constexpr const char* kUsage =
     "usage: distrun kv set KEY VALUE | get KEY [--timeout S] | try-get KEY | wait KEY... [--timeout S]\n"
     "                 | add KEY DELTA | cas KEY EXPECTED NEW | del KEY | ls [PREFIX]\n"
     "       distrun barrier NAME [--timeout S]\n"
-    "Run as a worker of distrun (DISTRUN_COORDINATOR_ADDRESS and DISTRUN_TOKEN are set for every worker).\n"
+    "Run as a worker of distrun (DISTRUN_COORDINATOR_ADDRESS and DISTRUN_TOKEN are set for every worker), "
+    "or\n"
+    "where DISTRUN_COORDINATOR_ADDRESS is set and munge protects the job (a munge credential of the job's "
+    "user).\n"
     "cas: an empty EXPECTED means the key must be absent.\n"
     "Exit codes: 0 done; 1 no such key (try-get, del) or value differed (cas); 2 usage error;\n"
     "3 the runtime cannot be reached or refused the call; 124 a wait timed out.\n";
@@ -85,7 +89,7 @@ void Arity(const Invocation& inv, size_t min, size_t max, const char* shape) {
   }
 }
 
-int Fail(const Invocation& inv, Status s, const std::string& address) {
+int Fail(const Invocation& inv, Status s, const std::string& address, const CommandAuth& auth) {
   const bool waits = inv.verb == "kv get" || inv.verb == "kv wait" || inv.verb == "barrier";
   // A call that waits on nobody ran out of time only because the service did not answer.
   if (s.code == StatusCode::kDeadlineExceeded && !waits) s.code = StatusCode::kUnavailable;
@@ -99,9 +103,7 @@ int Fail(const Invocation& inv, Status s, const std::string& address) {
                  "distrun: %s: cannot reach the distrun runtime at %s (%s); is the job still running?\n",
                  inv.verb.c_str(), address.c_str(), what.c_str());
   } else if (s.code == StatusCode::kUnauthenticated) {
-    std::fprintf(stderr,
-                 "distrun: %s: the runtime at %s refused the job token; DISTRUN_TOKEN must be the job's\n",
-                 inv.verb.c_str(), address.c_str());
+    std::fprintf(stderr, "distrun: %s: %s\n", inv.verb.c_str(), RefusalMessage(auth, address, what).c_str());
   } else if (s.code == StatusCode::kInvalidArgument || s.code == StatusCode::kOutOfRange) {
     std::fprintf(stderr, "distrun: %s: %s\n", inv.verb.c_str(), what.c_str());
     return kUsageExit;
@@ -133,7 +135,6 @@ int Execute(const Invocation& inv, const Env& env) {
   };
   GrpcClientConfig config;
   config.address = get("DISTRUN_COORDINATOR_ADDRESS");
-  config.token = get("DISTRUN_TOKEN");
   // A worker's calls carry its epoch, so that a worker the job went on without is refused.
   if (std::string epoch = get("DISTRUN_EPOCH"); !epoch.empty())
     config.epoch = ParseCount("DISTRUN_EPOCH", epoch);
@@ -146,6 +147,7 @@ int Execute(const Invocation& inv, const Env& env) {
                      "(distrun -- your_script.sh)");
   }
   ParseHostPort("DISTRUN_COORDINATOR_ADDRESS", config.address);
+  const CommandAuth auth = SetCommandAuth(env, &config);
   GrpcClient client(config);
   const std::vector<std::string>& op = inv.operands;
   const std::chrono::milliseconds wait = inv.timeout.value_or(kNoTimeout);
@@ -214,7 +216,7 @@ int Execute(const Invocation& inv, const Env& env) {
     throw UsageError("'" + inv.verb +
                      "' is not a kv operation; use set, get, try-get, wait, add, cas, del or ls");
   }
-  return s.ok() ? 0 : Fail(inv, s, config.address);
+  return s.ok() ? 0 : Fail(inv, s, config.address, auth);
 }
 
 }  // namespace

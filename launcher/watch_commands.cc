@@ -9,6 +9,7 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/command_auth.h"
 #include "launcher/options.h"
 #include "launcher/stacks_view.h"
 #include "runtime/grpc_client.h"
@@ -57,15 +58,17 @@ constexpr const char* kStacksUsage =
     "    CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) where seccomp blocks ptrace.\n"
     "  Where a mechanism is missing, the rank's branch says why in one line.\n"
     "Run it where the job's DISTRUN_COORDINATOR_ADDRESS and DISTRUN_TOKEN are set: in a worker, or in\n"
-    "`srun --overlap --jobid JOB` with them exported. Exit codes: 0; 2 usage; 3 the runtime cannot be "
-    "reached.\n";
+    "`srun --overlap --jobid JOB` with them exported. Where munge protects the job, the address is enough:\n"
+    "the call carries a munge credential of your user (DISTRUN_MUNGE_SOCKET names munged's socket). Exit\n"
+    "codes: 0; 2 usage; 3 the runtime cannot be reached or refused the call.\n";
 
 constexpr const char* kStatusUsage =
     "usage: distrun status\n"
     "Shows the running job as node 0 sees it: its state and epoch, each node, and each rank that reports\n"
     "progress: its last step, its rate over the last minute and the age of its last report. Ranks far\n"
     "behind the median (more than 10 s of the median rank's progress) or slower than 0.7 times the median\n"
-    "rate are flagged. Run it where the job's DISTRUN_COORDINATOR_ADDRESS and DISTRUN_TOKEN are set.\n";
+    "rate are flagged. Run it where the job's DISTRUN_COORDINATOR_ADDRESS and DISTRUN_TOKEN are set, or\n"
+    "only the address where munge protects the job (see distrun stacks --help).\n";
 
 const std::string* Get(const Env& env, const char* name) {
   auto it = env.find(name);
@@ -103,28 +106,26 @@ int Progress(const std::vector<std::string>& args, const Env& env) {
   return 0;
 }
 
-GrpcClient Connect(const Env& env, const char* verb, std::string* address) {
+GrpcClient Connect(const Env& env, const char* verb, std::string* address, CommandAuth* auth) {
   const std::string* a = Get(env, "DISTRUN_COORDINATOR_ADDRESS");
   if (!a) {
     throw UsageError(std::string("distrun ") + verb +
                      ": DISTRUN_COORDINATOR_ADDRESS is not set; run it in a worker of the job, or export the "
-                     "job's DISTRUN_COORDINATOR_ADDRESS and DISTRUN_TOKEN");
+                     "job's DISTRUN_COORDINATOR_ADDRESS (and DISTRUN_TOKEN unless munge protects the job)");
   }
   *address = *a;
   GrpcClientConfig c;
   c.address = *a;
-  if (const std::string* t = Get(env, "DISTRUN_TOKEN")) c.token = *t;
+  *auth = SetCommandAuth(env, &c);
   c.call_timeout = kCallTimeout;
   c.wait_for_ready = false;  // a job that has ended refuses at once: say so at once
   c.max_message_bytes = size_t{256} << 20;
   return GrpcClient(c);
 }
 
-int ServiceFailed(const char* verb, const Status& s, const std::string& address) {
+int ServiceFailed(const char* verb, const Status& s, const std::string& address, const CommandAuth& auth) {
   if (s.code == StatusCode::kUnauthenticated) {
-    std::fprintf(stderr,
-                 "distrun: %s: the runtime at %s refused the job token; DISTRUN_TOKEN must be the job's\n",
-                 verb, address.c_str());
+    std::fprintf(stderr, "distrun: %s: %s\n", verb, RefusalMessage(auth, address, s.message).c_str());
   } else {
     // The client's message names the address already.
     const std::string what = s.message.empty() ? "cannot reach the distrun runtime at " + address : s.message;
@@ -156,9 +157,10 @@ int Stacks(const std::vector<std::string>& args, const Env& env) {
     }
   }
   std::string address;
-  GrpcClient client = Connect(env, "stacks", &address);
+  CommandAuth auth;
+  GrpcClient client = Connect(env, "stacks", &address, &auth);
   StacksReply reply;
-  if (Status s = client.Stacks(wait, &reply); !s.ok()) return ServiceFailed("stacks", s, address);
+  if (Status s = client.Stacks(wait, &reply); !s.ok()) return ServiceFailed("stacks", s, address, auth);
   StacksPicture picture = DrawStacks(reply, full ? 0 : kStacksScreenLines);
   std::fputs((full ? picture.full : picture.screen).c_str(), stdout);
   if (output) {
@@ -181,9 +183,10 @@ std::string Rate(double steps_per_second) {
 int StatusVerb(const std::vector<std::string>& args, const Env& env) {
   if (args.size() != 1) throw UsageError("distrun status takes no arguments; see distrun status --help");
   std::string address;
-  GrpcClient client = Connect(env, "status", &address);
+  CommandAuth auth;
+  GrpcClient client = Connect(env, "status", &address, &auth);
   JobStatusView v;
-  if (Status s = client.Describe(&v); !s.ok()) return ServiceFailed("status", s, address);
+  if (Status s = client.Describe(&v); !s.ok()) return ServiceFailed("status", s, address, auth);
   static constexpr const char* kStates[] = {"forming (rendezvous)", "running", "succeeded", "stopped"};
   std::printf("job %s, epoch %d, %d node(s)\n", kStates[static_cast<size_t>(v.state)], v.epoch, v.num_nodes);
   if (!v.history.empty()) std::printf("history: %s\n", v.history.c_str());

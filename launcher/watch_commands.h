@@ -5,8 +5,9 @@
 //   distrun status          the job as node 0 sees it: epoch, nodes, each rank's step, rate and age
 // `progress` writes the worker's slot of its node's progress board (DISTRUN_PROGRESS_FILE,
 // DISTRUN_PROGRESS_SLOT); `stacks` and `status` ask node 0's runtime, found like `distrun kv` finds it
-// (DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN), so any shell that has the job's address and token may run
-// them (inside `srun --overlap --jobid`, say).
+// (DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN or a munge credential: command_auth.h), so any shell that has
+// the job's address and token, or its user's munge where munge protects the job, may run them (inside
+// `srun --overlap --jobid`, say).
 
 #include <map>
 #include <string>

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/channel_target.h"
+#include "runtime/client_identity.h"
 #include "runtime/distrun.grpc.pb.h"
 #include "runtime/proto_convert.h"
 
@@ -152,7 +153,11 @@ class GrpcClient::Impl {
 
   // A context with the token and a deadline `extra` beyond the call timeout.
   void Prepare(grpc::ClientContext* ctx, std::chrono::milliseconds extra = 0ms) const {
-    ctx->AddMetadata(kTokenHeader, config_.token);
+    if (!config_.token.empty() || !config_.credential) {
+      ctx->AddMetadata(kTokenHeader, config_.token);
+    } else if (std::string credential = config_.credential(); !credential.empty()) {
+      ctx->AddMetadata(kMungeHeader, credential);
+    }
     if (config_.epoch >= 0) ctx->AddMetadata(kEpochHeader, std::to_string(config_.epoch));
     ctx->set_wait_for_ready(config_.wait_for_ready);
     ctx->set_deadline(std::chrono::system_clock::now() + config_.call_timeout + extra);

@@ -36,6 +36,9 @@ struct GrpcClientConfig {
   // Calls wait for the channel to connect (a coordinator still starting), up to their deadline. false: a
   // refused connection fails the call at once, as a user's command outside the job wants.
   bool wait_for_ready = true;
+  // Set: each call also carries what this returns, a fresh munge credential (client_identity.h), sent
+  // when `token` is empty; an empty result sends none.
+  std::function<std::string()> credential;
 };
 
 // One agent's liveness stream: heartbeats out, job events in. Events and the end of the stream are

@@ -25,6 +25,7 @@
 
 #include "detect/errors.h"
 #include "runtime/agent_channel_server.h"
+#include "runtime/client_identity.h"
 #include "runtime/distrun.grpc.pb.h"
 #include "runtime/proto_convert.h"
 #include "runtime/token_check.h"
@@ -133,7 +134,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       grpc::AddInsecureChannelFromFd(server_.get(), fd);
     };
     channel.refused = [this](const std::string& peer) {
-      CountRefusal("hello on the agent channel", peer, true);
+      CountRefusal("hello on the agent channel", peer, "wrong job token");
     };
     agents_ = std::make_unique<AgentChannelServer>(service_, listen_fd, std::move(channel));
     bound_ = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port_);
@@ -492,8 +493,21 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     if (it != md.end() && SameToken(config_.token, std::string_view(it->second.data(), it->second.size()))) {
       return true;
     }
-    CountRefusal(std::string(method) + " call", PeerOf(*ctx), it != md.end());
-    if (reactor) reactor->Finish({grpc::StatusCode::UNAUTHENTICATED, "missing or wrong job token"});
+    std::string why = it == md.end() ? "no job token" : "wrong job token";
+    // A user's command without the token: its munge credential, where the job is protected by munge.
+    // Decoding waits on munged (about a millisecond), on this call's thread.
+    if (auto m = md.find(kMungeHeader); m != md.end() && it == md.end() && config_.munge) {
+      std::string problem;
+      if (auto decoded = config_.munge->Decode(std::string(m->second.data(), m->second.size()), &problem)) {
+        AdmissionPolicy policy = config_.admission;
+        policy.port = port_;
+        problem = CheckClientCredential(*decoded, policy);
+      }
+      if (problem.empty()) return true;
+      why = "munge credential refused: " + problem;
+    }
+    CountRefusal(std::string(method) + " call", PeerOf(*ctx), why);
+    if (reactor) reactor->Finish({grpc::StatusCode::UNAUTHENTICATED, why});
     return false;
   }
 
@@ -530,12 +544,11 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     return it == peers_.end() ? peer : it->second;
   }
 
-  void CountRefusal(const std::string& what, const std::string& peer, bool token_given) {
+  // `why` never holds the token given, right or wrong.
+  void CountRefusal(const std::string& what, const std::string& peer, const std::string& why) {
     uint64_t n = ++refused_;
     if (n <= kRefusalsLoggedInFull || n % kRefusalLogEvery == 0) {
-      // The token given, right or wrong, is never logged.
-      log_->warn("refused a {} from {}: {} job token ({} refused so far)", what, peer,
-                 token_given ? "wrong" : "no", n);
+      log_->warn("refused a {} from {}: {} ({} refused so far)", what, peer, why, n);
     }
   }
 

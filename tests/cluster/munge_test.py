@@ -1,7 +1,9 @@
 """Agents that prove their user with munge, across the lab's hosts: a job without DISTRUN_TOKEN whose nodes
 show node 0 a munge credential (the lab's munged, $LAB/munge/munge.socket) and get the workers' token from
-it; an agent of another user (uid 4242) refused while the job goes on; a captured hello replayed to node 0
-refused; and munged not answering (`--munge require` stops, auto falls back to the old warning).
+it; an agent of another user (uid 4242) refused while the job goes on, and `distrun status` from another host
+with only the job's address (its munge credential for the token; uid 4242's refused); a captured hello
+replayed to node 0 refused; and munged not answering (`--munge require` stops, auto falls back to the old
+warning).
 
 Every job here runs without a job token (DISTRUN_TOKEN=None) and names the lab's munged socket, which is not
 libmunge's default. The lab's munged is never stopped: Slurm itself needs it."""
@@ -237,7 +239,8 @@ exec {PYTHON} {TORCH_ALLREDUCE}
         self.wait_up([0, 1], node0, node1)
         # uid 4242 arrives on node3 (no token: it proves its user with munge, as its own).
         arrival = ["--join", f"{NODES[0]}:{port}", *job]
-        err = self.refused_arrival("stranger", [*AS_STRANGER, self.stranger_distrun(), *arrival, "--", worker])
+        stranger = self.stranger_distrun()
+        err = self.refused_arrival("stranger", [*AS_STRANGER, stranger, *arrival, "--", worker])
         self.assertIn(f"rendezvous failed: cannot join the distrun runtime at {NODES[0]}:{port}: node 0 refused "
                       f"this node: its munge credential is uid {STRANGER_UID}'s, not the job's user (uid 0)", err)
         refusal = f"its munge credential is uid {STRANGER_UID}'s, not the job's user (uid 0) (1 refused so far)"
@@ -255,6 +258,21 @@ exec {PYTHON} {TORCH_ALLREDUCE}
         root = self.start_on(NODES[2], [DISTRUN, *arrival, "--", worker], "root-arrival")
         self.assertTrue(wait_for(lambda: "admitted as node 2" in self.read("root-arrival.err"), timeout=BOUND),
                         self.read("root-arrival.err"))
+        # `distrun status` from another host, outside the job and without its token: a munge credential of
+        # node 0's user stands for the token; uid 4242's is refused, and node 0 logs why.
+        status_env = self.munge_env(DISTRUN_COORDINATOR_ADDRESS=f"{NODES[0]}:{port}")
+        ok = subprocess.run(on_node(NODES[1], [DISTRUN, "status"]), env=status_env, capture_output=True,
+                            text=True, timeout=30)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("job running, epoch 0, 2 node(s)", ok.stdout)
+        self.assertIn(f"node 2 ({NODES[2]}): spare", ok.stdout)  # the arrival, waiting for a seat
+        bad = subprocess.run(on_node(NODES[1], [*AS_STRANGER, stranger, "status"]), env=status_env,
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(bad.returncode, 3, bad.stderr)
+        self.assertIn(f"refused this user's munge credential (munge credential refused: the munge credential is "
+                      f"uid {STRANGER_UID}'s, not the job's user (uid 0))", bad.stderr)
+        self.assertTrue(wait_for(lambda: "refused a Describe call from" in self.read("node0.err"), timeout=5),
+                        self.read("node0.err"))
         with open(self.path("go"), "w"):
             pass
         codes = {name: self.finish(p, name) for name, p in
