@@ -1,6 +1,8 @@
 #include "launcher/command_auth.h"
 
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "detect/parse.h"
 #include "runtime/client_identity.h"
@@ -19,14 +21,19 @@ CommandAuth SetCommandAuth(const std::map<std::string, std::string, std::less<>>
   if (!config->token.empty()) return auth;
   std::string why;
   std::shared_ptr<const MungeCredentials> munge = MungeCredentials::Load(get("DISTRUN_MUNGE_SOCKET"), &why);
-  // One credential made now says whether munged answers; the calls make their own (each is good once).
-  if (!munge || !munge->Encode("distrun-client/1 probe", &why)) {
+  const std::string payload =
+      ClientIdentityPayload(ParseHostPort("DISTRUN_COORDINATOR_ADDRESS", config->address).port.value_or(0));
+  // The first call's credential, made now, says whether munged answers; later calls make their own (each
+  // is good once). Shared, so that copies of the config never send it twice.
+  std::optional<std::string> first;
+  if (munge) first = munge->Encode(payload, &why);
+  if (!first) {
     auth.munge_problem = why;
     return auth;
   }
-  const std::string payload =
-      ClientIdentityPayload(ParseHostPort("DISTRUN_COORDINATOR_ADDRESS", config->address).port.value_or(0));
-  config->credential = [munge, payload] {
+  config->credential = [munge, payload,
+                        unused = std::make_shared<std::optional<std::string>>(std::move(first))] {
+    if (*unused) return *std::exchange(*unused, std::nullopt);
     std::string ignored;  // a failure sends no credential; the runtime's refusal says so
     return munge->Encode(payload, &ignored).value_or("");
   };

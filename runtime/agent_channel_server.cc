@@ -41,7 +41,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 64 * 1024;
 // Answers queued for an agent that does not read them: it is dropped past this.
 constexpr size_t kMaxQueuedBytes = 16 << 20;
-// A TCPStore client waits for each answer, but one MULTI_GET may ask for a whole request's worth.
 // What an agent may send while its munge credential is checked: its first messages, not more.
 constexpr size_t kMaxWhileVerifyingBytes = 1 << 20;
 // Refusals (strangers' TCPStore connections, agents munge did not admit) logged one by one; after that every
@@ -152,7 +151,6 @@ class AgentChannelServer::Loop {
     std::optional<int> credential_node;  // the node its credential was made for
     bool spoke = false;   // sent a byte (a 1.13 worker's second TCPStore connection never does)
     std::string address;  // an admitted agent's peer address (JobHosts)
-    size_t max_queued = kMaxQueuedBytes;
     // Guarded by mu: any thread queues answers.
     std::mutex mu;
     SocketOutput output;
@@ -315,13 +313,17 @@ class AgentChannelServer::Loop {
     return true;
   }
 
-  void HandOff(const ConnPtr& conn) {
+  // The loop lets go of a connection another server takes over (gRPC's, the torch store's): nothing of it
+  // is watched, read or closed here any more.
+  void Release(const ConnPtr& conn) {
     epoll_.Forget(conn->fd);
     conns_.erase(conn->fd);
-    {
-      std::lock_guard lock(conn->mu);
-      conn->dead = true;
-    }
+    std::lock_guard lock(conn->mu);
+    conn->dead = true;
+  }
+
+  void HandOff(const ConnPtr& conn) {
+    Release(conn);
     if (config_.hand_off && !closed_all_) {
       config_.hand_off(conn->fd, PeerName(conn->fd));
     } else {
@@ -558,20 +560,11 @@ class AgentChannelServer::Loop {
 
   // Any thread, also under the service's lock (event sinks): appends and leaves the writing to the loop.
   void Queue(const ConnPtr& conn, const v1::CoordinatorFrame& frame, bool then_close = false) {
-    QueueWith(conn, then_close, [&frame](std::string* out) { AppendFrame(frame, out); });
-  }
-
-  void QueueBytes(const ConnPtr& conn, std::string_view bytes, bool then_close = false) {
-    QueueWith(conn, then_close, [bytes](std::string* out) { out->append(bytes); });
-  }
-
-  template <typename Append>
-  void QueueWith(const ConnPtr& conn, bool then_close, const Append& append) {
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead || conn->closing) return;
-      append(&conn->output.out);
-      if (then_close || conn->output.out.size() - conn->output.sent > conn->max_queued) conn->closing = true;
+      AppendFrame(frame, &conn->output.out);
+      if (then_close || conn->output.out.size() - conn->output.sent > kMaxQueuedBytes) conn->closing = true;
       if (conn->dirty) return;
       conn->dirty = true;
     }
@@ -688,12 +681,7 @@ class AgentChannelServer::Loop {
     }
     if (sniff == TorchStoreSniff::kNeedMore)
       return false;  // the rest of the 5 bytes comes with the next edge
-    epoll_.Forget(conn->fd);
-    conns_.erase(conn->fd);
-    {
-      std::lock_guard lock(conn->mu);
-      conn->dead = true;
-    }
+    Release(conn);
     store_->Adopt(conn->fd,
                   sniff == TorchStoreSniff::kModern ? TorchStoreDialect::kModern : TorchStoreDialect::kLegacy,
                   PeerName(conn->fd));

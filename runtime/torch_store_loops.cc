@@ -320,10 +320,11 @@ void TorchStoreLoops::Forget(const Conn& conn) {
 void TorchStoreLoops::SyncEpoch() {
   if (!config_.current_round) return;
   const int round = config_.current_round();
+  if (round <= epoch_.load()) return;
   std::vector<ConnPtr> retired;
   {
     std::lock_guard lock(mu_);
-    if (round <= epoch_) return;
+    if (round <= epoch_) return;  // another loop began it meanwhile
     epoch_ = round;
     for (uint64_t id : port_.StartEpoch(round)) {
       auto it = open_.find(id);

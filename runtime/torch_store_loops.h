@@ -77,10 +77,11 @@ class TorchStoreLoops {
   TorchStoreLoopsConfig config_;
   std::shared_ptr<spdlog::logger> log_;
   std::atomic<bool> closed_{false};
+  // Written under mu_; read without it first, so that a request in an unchanged epoch takes mu_ once.
+  std::atomic<int> epoch_ = 0;
   std::mutex mu_;  // guards what follows, up to loops_
   TorchStorePort port_;
   std::unordered_map<uint64_t, ConnPtr> open_;  // by id
-  int epoch_ = 0;
   uint64_t next_id_ = 1;
   size_t next_loop_ = 0;
   std::vector<std::unique_ptr<Loop>> loops_;  // made in the constructor, then unchanged

@@ -1,7 +1,8 @@
 #pragma once
 // PyTorch's TCPStore as the coordinator's port serves it: the connections found to speak TCPStore
-// (SniffTorchStore), each with its decoder, over one TorchStore. No sockets here: the port's event loop
-// hands in each connection's bytes and writes the replies it gets back to the connections they name.
+// (SniffTorchStore), each with its decoder, over one TorchStore. No sockets here: the torch store's loops
+// (torch_store_loops.h) hand in each connection's bytes and write the replies it gets back to the
+// connections they name.
 
 #include <cstddef>
 #include <cstdint>
