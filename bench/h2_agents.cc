@@ -21,6 +21,7 @@
 #include "proc_stats.h"
 #include "runtime/distrun.grpc.pb.h"
 #include "runtime/proto_convert.h"
+#include "runtime/socket_output.h"
 
 namespace distrun::bench {
 namespace {
@@ -339,20 +340,14 @@ class H2Agents::Loop final : public SimLoop {
     dirty_.clear();
   }
 
+  // What stays unsent waits for EPOLLOUT (also when a connect is still on its way).
   void Flush(Connection& c) {
-    while (c.fd >= 0 && c.out_sent < c.out.size()) {
-      const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.out_sent += static_cast<size_t>(n);
-      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        return;  // EPOLLOUT resumes (also when a connect is still on its way)
-      } else if (n == 0 || errno != EINTR) {
-        End(c, ErrnoText("write"));
-        return;
-      }
+    if (c.fd < 0) {
+      c.out.clear();
+      c.out_sent = 0;
+    } else if (!distrun::SendPending(c.fd, &c.out, &c.out_sent)) {
+      End(c, ErrnoText("write"));
     }
-    c.out.clear();
-    c.out_sent = 0;
   }
 
   uint32_t OpenStream(Connection& c, SimAgent& a, Call call, const std::string& headers) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "proc_stats.h"
+#include "runtime/socket_output.h"
 
 namespace distrun::bench {
 namespace {
@@ -327,19 +328,14 @@ class TorchClients::Loop final : public SimLoop {
     dirty_.push_back(&c);
   }
 
+  // What stays unsent waits for EPOLLOUT (also when a connect is still on its way).
   void Flush(Connection& c) {
-    while (c.fd >= 0 && c.out_sent < c.out.size()) {
-      const ssize_t n = ::send(c.fd, c.out.data() + c.out_sent, c.out.size() - c.out_sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.out_sent += static_cast<size_t>(n);
-      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        return;  // EPOLLOUT resumes (also when a connect is still on its way)
-      } else if (n == 0 || errno != EINTR) {
-        return End(c, ErrnoText("write"));
-      }
+    if (c.fd < 0) {
+      c.out.clear();
+      c.out_sent = 0;
+    } else if (!SendPending(c.fd, &c.out, &c.out_sent)) {
+      End(c, ErrnoText("write"));
     }
-    c.out.clear();
-    c.out_sent = 0;
   }
 
   // ---- receiving ----

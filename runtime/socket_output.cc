@@ -7,23 +7,25 @@
 
 namespace distrun {
 
-bool WriteQueued(int epoll_fd, int fd, SocketOutput* output) {
-  std::string& out = output->out;
-  while (output->sent < out.size()) {
-    const ssize_t n = ::send(fd, out.data() + output->sent, out.size() - output->sent, MSG_NOSIGNAL);
+bool SendPending(int fd, std::string* out, size_t* sent) {
+  while (*sent < out->size()) {
+    const ssize_t n = ::send(fd, out->data() + *sent, out->size() - *sent, MSG_NOSIGNAL);
     if (n > 0) {
-      output->sent += static_cast<size_t>(n);
+      *sent += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
     return false;
   }
-  const bool pending = output->sent < out.size();
-  if (!pending) {
-    out.clear();
-    output->sent = 0;
-  }
+  out->clear();
+  *sent = 0;
+  return true;
+}
+
+bool WriteQueued(int epoll_fd, int fd, SocketOutput* output) {
+  if (!SendPending(fd, &output->out, &output->sent)) return false;
+  const bool pending = !output->out.empty();
   if (pending != output->want_write) {
     output->want_write = pending;
     epoll_event ev{};

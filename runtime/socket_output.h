@@ -13,6 +13,10 @@ struct SocketOutput {
   bool want_write = false;  // EPOLLOUT is watched
 };
 
+// Sends out[*sent..] to the non-blocking `fd` until all of it went (then empties `out` and zeroes *sent) or
+// the socket is full. False: the socket is broken, errno says how.
+bool SendPending(int fd, std::string* out, size_t* sent);
+
 // Writes what `output` holds to `fd` until it is all sent (then empties it) or the socket is full; watches
 // for room on the edge-triggered `epoll_fd` (EPOLLIN | EPOLLRDHUP with it) exactly while something is left.
 // False: the socket is broken (its read side sees it too).
