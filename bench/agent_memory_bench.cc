@@ -8,7 +8,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +23,6 @@
 #include "proc_stats.h"
 #include "runtime/agent.h"
 
-extern char** environ;
-
 namespace distrun::bench {
 namespace {
 
@@ -34,21 +31,6 @@ void Print(const char* what, const MemoryStats& m) {
               what, static_cast<double>(m.rss_kb) / 1024, static_cast<double>(m.hwm_kb) / 1024,
               static_cast<double>(m.anon_kb) / 1024, static_cast<double>(m.file_kb) / 1024,
               static_cast<double>(m.pss_kb) / 1024, m.threads);
-}
-
-pid_t Spawn(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
-  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
-  return pid;
 }
 
 // distrun's worker, once started: the first pid in /proc/PID/task/PID/children.
@@ -60,7 +42,7 @@ bool HasChild(pid_t pid) {
 
 MemoryStats DistrunMemory(const std::string& distrun) {
   int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  pid_t pid = Spawn({distrun, "--nproc-per-node", "1", "--", "sleep", "3"}, -1, devnull);
+  pid_t pid = SpawnChild({distrun, "--nproc-per-node", "1", "--", "sleep", "3"}, -1, devnull);
   ::close(devnull);
   double deadline = MonotonicSeconds() + 2;
   while (!HasChild(pid) && MonotonicSeconds() < deadline) ::usleep(10'000);
@@ -105,23 +87,20 @@ int AgentMain(const Flags& flags) {
 
 int AgentMemoryBench(const Flags& flags) {
   CoordinatorProcess coordinator(CoordinatorOptions{});
-  int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
-  pid_t agent = Spawn({SelfPath(), "agent", "--address", coordinator.address()}, in[0], out[1]);
-  ::close(in[0]);
-  ::close(out[1]);
-  std::string line = ReadLine(out[0], 30);
+  const PipedChild agent = SpawnPiped({SelfPath(), "agent", "--address", coordinator.address()});
+  std::string line = ReadLine(agent.from_child, 30);
   if (line != "joined") {
-    ::close(in[1]);
-    ::waitpid(agent, nullptr, 0);
+    ::close(agent.to_child);
+    ::close(agent.from_child);
+    ::waitpid(agent.pid, nullptr, 0);
     throw std::runtime_error("the agent did not join");
   }
   ::usleep(2'500'000);  // a few heartbeats
-  MemoryStats m = ReadMemory(agent);
-  ::close(in[1]);
-  ::close(out[0]);
+  MemoryStats m = ReadMemory(agent.pid);
+  ::close(agent.to_child);
+  ::close(agent.from_child);
   int status = 0;
-  ::waitpid(agent, &status, 0);
+  ::waitpid(agent.pid, &status, 0);
   Print("agent process (connected, joined)", m);
   std::string json = "{\"bench\": \"agent-memory\", \"agent_rss_kb\": " + std::to_string(m.rss_kb) +
                      ", \"agent_anon_kb\": " + std::to_string(m.anon_kb) +

@@ -46,11 +46,43 @@ std::string ReadLine(int fd, double timeout_s) {
   }
 }
 
-CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
+pid_t SpawnChild(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdin_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+  if (stdout_fd >= 0) posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+PipedChild SpawnPiped(const std::vector<std::string>& argv) {
   int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(in[0]);
+    ::close(in[1]);
+    throw std::runtime_error("pipe: " + why);
   }
+  PipedChild child{.to_child = in[1], .from_child = out[0]};
+  try {
+    child.pid = SpawnChild(argv, in[0], out[1]);
+  } catch (...) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    throw;
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  return child;
+}
+
+CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
   std::vector<std::string> argv = {SelfPath(),
                                    "coordinator",
                                    "--nodes",
@@ -70,24 +102,10 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
     for (std::string w; words >> w;) prefix.push_back(w);
     argv.insert(argv.begin(), prefix.begin(), prefix.end());
   }
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  int rc = ::posix_spawnp(&pid_, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(in[0]);
-  ::close(out[1]);
-  to_child_ = in[1];
-  from_child_ = out[0];
-  if (rc != 0) {
-    ::close(to_child_);
-    ::close(from_child_);
-    throw std::runtime_error("cannot start the coordinator process: " + std::string(std::strerror(rc)));
-  }
+  const PipedChild child = SpawnPiped(argv);
+  pid_ = child.pid;
+  to_child_ = child.to_child;
+  from_child_ = child.from_child;
   std::string line = ReadLine(from_child_, 30);
   if (!line.starts_with("port ")) {
     Stop();

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "flags.h"
 #include "proc_stats.h"
@@ -63,5 +64,19 @@ int CoordinatorMain(const Flags& flags);
 
 // Reads one line from `fd`, waiting up to `timeout_s`; empty at end of file or timeout.
 std::string ReadLine(int fd, double timeout_s);
+
+// Starts argv (argv[0] searched on PATH) with `stdin_fd` and `stdout_fd` (-1: this process's) as its stdin
+// and stdout; throws std::runtime_error "cannot start ARGV0: why".
+pid_t SpawnChild(const std::vector<std::string>& argv, int stdin_fd, int stdout_fd);
+
+// A child whose stdin and stdout are pipes to this process: it reads requests, answers lines, and ends when
+// its stdin closes.
+struct PipedChild {
+  pid_t pid = -1;
+  int to_child = -1;    // its stdin
+  int from_child = -1;  // its stdout
+};
+// As SpawnChild; no pipe is left open when it throws.
+PipedChild SpawnPiped(const std::vector<std::string>& argv);
 
 }  // namespace distrun::bench

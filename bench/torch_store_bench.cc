@@ -27,10 +27,8 @@
 //
 // Output: a table per N and a JSON line at the end with every run.
 
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,8 +51,6 @@
 #include "flags.h"
 #include "proc_stats.h"
 #include "torch_clients.h"
-
-extern char** environ;
 
 namespace distrun::bench {
 namespace {
@@ -85,29 +81,11 @@ constexpr double kDistrunTimeoutS = 600;
 class TorchServerProcess {
  public:
   TorchServerProcess(const std::string& python, int world_size, const std::string& libuv) {
-    int in[2], out[2];
-    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) {
-      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    }
-    std::vector<std::string> argv = {python, "-c", kTorchServerScript, std::to_string(world_size), libuv};
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    const int rc = ::posix_spawnp(&pid_, python.c_str(), &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(in[0]);
-    ::close(out[1]);
-    to_child_ = in[1];
-    from_child_ = out[0];
-    if (rc != 0) {
-      pid_ = -1;
-      Stop();
-      throw std::runtime_error("cannot start " + python + ": " + std::strerror(rc));
-    }
+    const PipedChild child =
+        SpawnPiped({python, "-c", kTorchServerScript, std::to_string(world_size), libuv});
+    pid_ = child.pid;
+    to_child_ = child.to_child;
+    from_child_ = child.from_child;
     // Importing torch takes a few seconds.
     const std::string line = ReadLine(from_child_, 120);
     std::istringstream words(line);
