@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -25,121 +24,6 @@ namespace distrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Python 3. Registers faulthandler for distrun's signal (again in every forked child, under the child's
-// pid, so a dataloader process dumps into its own file), then runs the sitecustomize this one shadows: the
-// distribution's (Debian: /etc/python3.X/sitecustomize.py) or the user's. Never raises: a worker must start
-// whatever happens here.
-constexpr char kSitecustomize[] = R"PY(# Written by distrun (launcher/stack_collector.cc); do not edit.
-# Lets distrun ask this process for its stacks (faulthandler on a signal), then runs the sitecustomize
-# module this one shadows on sys.path.
-_distrun_stack_file = None
-
-
-def _distrun_register():
-    global _distrun_stack_file
-    try:
-        import os
-        directory = os.environ.get("DISTRUN_STACKS_DIR")
-        signum = os.environ.get("DISTRUN_STACK_SIGNAL")
-        if not directory or not signum:
-            return
-        import faulthandler
-        path = os.path.join(directory, "%d.stack" % os.getpid())
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        new_file = open(fd, "ab", buffering=0)
-        # chain=False: with nothing before it (Python installs no handler for this signal), chaining would
-        # re-raise the signal with its default action, which kills the process.
-        faulthandler.register(int(signum), file=new_file, all_threads=True, chain=False)
-        # faulthandler writes to the descriptor; the file object must outlive the registration.
-        _distrun_stack_file = new_file
-    except Exception:
-        pass
-
-
-def _distrun_chain():
-    import os
-    import sys
-    try:
-        import importlib.machinery
-        here = os.path.dirname(os.path.abspath(__file__))
-
-        def is_here(entry):
-            try:
-                return os.path.samefile(entry or ".", here)
-            except Exception:
-                return False
-
-        entries = list(sys.path)
-        after = next((i + 1 for i, entry in enumerate(entries) if is_here(entry)), 0)
-        rest = [entry for entry in entries[after:] if not is_here(entry)]
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-        if spec is None or spec.loader is None:
-            return
-        # Built by hand: importlib.util would add milliseconds to every worker's start.
-        module = type(sys)(spec.name)
-        module.__spec__ = spec
-        module.__loader__ = spec.loader
-        module.__file__ = spec.origin
-    except Exception:
-        return
-    try:
-        spec.loader.exec_module(module)
-    except Exception as err:
-        # What Python's site module prints for a failing sitecustomize.
-        try:
-            sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n%s: %s\n"
-                             % (err.__class__.__name__, err))
-        except Exception:
-            pass
-
-
-# torch 2.8 renamed the Flight Recorder's variables and warns on every rank for the old names, which are
-# the ones every 2.x reads. DISTRUN_TORCH_RENAME lists those distrun set (never the user's); where this
-# Python's torch is 2.8 or later they move to the new names before torch reads them. torch's version comes
-# from its version.py: importing torch here would cost every worker seconds.
-_DISTRUN_TORCH_NEW_NAMES = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "TORCH_FR_BUFFER_SIZE",
-                            "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "TORCH_FR_DUMP_TEMP_FILE"}
-
-
-def _distrun_torch_names():
-    try:
-        import os
-        names = os.environ.get("DISTRUN_TORCH_RENAME")
-        if not names:
-            return
-        import importlib.machinery
-        spec = importlib.machinery.PathFinder.find_spec("torch")
-        if spec is None or not spec.submodule_search_locations:
-            return
-        version = None
-        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
-            for line in f:
-                if line.startswith("__version__"):
-                    version = line.split("=", 1)[1].strip().strip("'\"").split(".")
-                    break
-        if not version or (int(version[0]), int(version[1])) < (2, 8):
-            return
-        for old in names.split(","):
-            new = _DISTRUN_TORCH_NEW_NAMES.get(old)
-            if new is None or old not in os.environ:
-                continue
-            os.environ.setdefault(new, os.environ[old])
-            del os.environ[old]
-    except Exception:
-        pass
-
-
-_distrun_register()
-_distrun_torch_names()
-try:
-    import os as _distrun_os
-    _distrun_os.register_at_fork(after_in_child=_distrun_register)
-    del _distrun_os
-except Exception:
-    pass
-_distrun_chain()
-)PY";
 
 // How long a dump file must stay the same size before it is taken as complete: faulthandler writes it line
 // by line from the signal handler, and gives no sign of its end.
@@ -368,34 +252,10 @@ std::string PtraceDeniedError(pid_t pid, const std::string& yama_ptrace_scope) {
          "(docker run --cap-add SYS_PTRACE)";
 }
 
-StackCollector::StackCollector(StackCollectorConfig config) : config_(std::move(config)) {
-  const std::string python_dir = config_.dir + "/python";
-  if (::mkdir(python_dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    throw std::runtime_error("cannot create " + python_dir + ": " + std::strerror(errno));
-  }
-  // Written whole under another name and renamed, so a worker starting meanwhile never reads half a file.
-  const std::string path = python_dir + "/sitecustomize.py";
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << kSitecustomize;
-    out.close();
-    if (!out) throw std::runtime_error("cannot write " + temporary);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  }
-}
+StackCollector::StackCollector(StackCollectorConfig config) : config_(std::move(config)) {}
 
-std::vector<std::pair<std::string, std::string>> StackCollector::WorkerEnvironment(
-    const std::string& existing_pythonpath) const {
-  // No trailing ':' when there is nothing to keep: an empty entry would put the current directory on
-  // sys.path.
-  std::string pythonpath = config_.dir + "/python";
-  if (!existing_pythonpath.empty()) pythonpath += ":" + existing_pythonpath;
-  return {{"PYTHONPATH", pythonpath},
-          {"DISTRUN_STACKS_DIR", config_.dir},
-          {"DISTRUN_STACK_SIGNAL", std::to_string(config_.signal)}};
+std::vector<std::pair<std::string, std::string>> StackCollector::WorkerEnvironment() const {
+  return {{"DISTRUN_STACKS_DIR", config_.dir}, {"DISTRUN_STACK_SIGNAL", std::to_string(config_.signal)}};
 }
 
 std::vector<CollectedStack> StackCollector::Collect(const std::vector<StackTarget>& targets) const {

@@ -1,8 +1,8 @@
 #pragma once
 // The current stacks of this node's workers, taken without stopping the job, to diagnose a hung one.
 //
-// Python workers dump their own stacks: every worker's environment puts a sitecustomize.py of distrun's on
-// PYTHONPATH, which registers faulthandler for a signal of distrun's, writing to a file per process in a
+// Python workers dump their own stacks: distrun's sitecustomize.py (launcher/python_site.h), first on every
+// worker's PYTHONPATH, registers faulthandler for a signal of distrun's, writing to a file per process in a
 // private directory; Collect sends that signal and reads what the handler wrote. The handler is C code
 // run from the signal, so it answers even when the interpreter is deadlocked holding the GIL. Other
 // workers (native programs, Python started with -I or -S) are read with gdb, which attaches for a moment
@@ -46,14 +46,11 @@ struct StackCollectorConfig {
 
 class StackCollector {
  public:
-  // Writes <dir>/python/sitecustomize.py; throws std::runtime_error when it cannot.
   explicit StackCollector(StackCollectorConfig config);
 
-  // What every worker's environment gets so that Python workers can dump on request: PYTHONPATH with
-  // <dir>/python first (then `existing_pythonpath`, the worker's own, when non-empty),
-  // DISTRUN_STACKS_DIR=<dir> and DISTRUN_STACK_SIGNAL=<number>.
-  std::vector<std::pair<std::string, std::string>> WorkerEnvironment(
-      const std::string& existing_pythonpath) const;
+  // What every worker's environment gets so that Python workers (with distrun's sitecustomize.py) can dump
+  // on request: DISTRUN_STACKS_DIR=<dir> and DISTRUN_STACK_SIGNAL=<number>.
+  std::vector<std::pair<std::string, std::string>> WorkerEnvironment() const;
 
   // One result per target, in order. Blocks until every stack is in or the timeout has passed (all targets
   // are worked on at once), so a caller runs it on a thread of its own. Starts gdb as a child of this

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "launcher/python_site.h"
 #include "launcher/stack_collector.h"
 
 namespace distrun {
@@ -68,12 +69,14 @@ WorkerWatch::WorkerWatch(size_t slots, const fs::path& temp_dir, std::string hos
   std::string pattern = (temp_dir / "distrun-watch-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) {
     problem_ = "cannot make a directory under " + temp_dir.string() + " (" + std::strerror(errno) +
-               "), so progress reports and stacks are not available; set TMPDIR to a writable directory";
+               "), so progress reports, stacks and distrun's hooks of JAX and mpi4py are not available; set "
+               "TMPDIR to a writable directory";
     return;
   }
   dir_ = pattern;
   try {
     board_ = ProgressBoard::Create((dir_ / "progress").string(), static_cast<int>(slots));
+    python_site_ = std::make_unique<PythonSite>((dir_ / "python").string());
     StackCollectorConfig config;
     config.dir = (dir_ / "stacks").string();
     config.timeout = stacks_timeout;
@@ -81,7 +84,8 @@ WorkerWatch::WorkerWatch(size_t slots, const fs::path& temp_dir, std::string hos
     fs::create_directory(config.dir);
     collector_ = std::make_unique<StackCollector>(config);
   } catch (const std::exception& e) {
-    problem_ = std::string(e.what()) + "; progress reports and stacks are not available";
+    problem_ = std::string(e.what()) +
+               "; progress reports, stacks and distrun's hooks of JAX and mpi4py are not available";
   }
 }
 
@@ -98,11 +102,12 @@ void WorkerWatch::AddVariables(size_t slot, Variables& vars) const {
     vars[kProgressFileVariable] = (dir_ / "progress").string();
     vars[kProgressSlotVariable] = std::to_string(slot);
   }
-  if (collector_) {
+  if (python_site_) {
     auto it = vars.find("PYTHONPATH");
-    for (auto& [name, value] : collector_->WorkerEnvironment(it == vars.end() ? "" : it->second)) {
-      vars[name] = value;
-    }
+    vars["PYTHONPATH"] = python_site_->PythonPath(it == vars.end() ? "" : it->second);
+  }
+  if (collector_) {
+    for (auto& [name, value] : collector_->WorkerEnvironment()) vars[name] = value;
   }
 }
 

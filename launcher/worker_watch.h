@@ -26,6 +26,7 @@
 
 namespace distrun {
 
+class PythonSite;
 class StackCollector;
 
 class WorkerWatch {
@@ -46,7 +47,8 @@ class WorkerWatch {
   // The private directory (empty when it could not be made).
   const std::filesystem::path& directory() const { return dir_; }
 
-  // The variables worker `slot` gets: its progress slot, and the stack hooks (PYTHONPATH is extended).
+  // The variables worker `slot` gets: its progress slot, distrun's Python site (PYTHONPATH is extended)
+  // and the stack hooks.
   void AddVariables(size_t slot, Variables& vars) const;
   void Started(size_t slot, int rank, pid_t pid, std::string gpu, Clock::time_point now);
   void Exited(size_t slot);
@@ -73,6 +75,7 @@ class WorkerWatch {
   std::string problem_;
   std::filesystem::path dir_;  // empty: none
   std::optional<ProgressBoard> board_;
+  std::unique_ptr<PythonSite> python_site_;
   std::unique_ptr<StackCollector> collector_;
   ProgressTracker tracker_;
   std::vector<Worker> workers_;
