@@ -29,7 +29,14 @@ ReportValue WorkerReport(const WorkerPlan& w) {
                    {"local_device_ids", Ints(w.local_device_ids)},
                    {"device_tokens", Strings(w.device_tokens)},
                    {"cpus", Ints(w.cpus)},
-                   {"env", std::move(env)}};
+                   {"env", std::move(env)},
+                   {"unset", Strings(w.unset)}};
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
 }
 
 ReportValue OrNull(const std::string& s) { return s.empty() ? ReportValue(nullptr) : ReportValue(s); }
@@ -144,6 +151,9 @@ std::string TextReport(const Plan& plan, const Options& options, const std::stri
            "  devices " + (devs.empty() ? "-" : devs) +
            (w.cpus.empty() ? "" : "  cpus " + FormatCpuList(w.cpus)) + "\n";
     for (const auto& [name, value] : w.env) out += "    " + name + "=" + value + "\n";
+    std::string unset;
+    for (const std::string& name : w.unset) unset += " " + name;
+    if (!unset.empty()) out += "    unset" + unset + "\n";
   }
   return out;
 }
@@ -197,6 +207,12 @@ std::string EnvReport(const Plan& plan, const ReportValue& report) {
     std::string prefix = plan.workers.size() == 1 ? "" : "DISTRUN_WORKER_" + std::to_string(i) + "_";
     for (const auto& [name, value] : plan.workers[i].env)
       out += "export " + prefix + name + "=" + ShellQuote(value) + "\n";
+    if (plan.workers[i].unset.empty()) continue;
+    if (prefix.empty()) {
+      for (const std::string& name : plan.workers[i].unset) out += "unset " + name + "\n";
+    } else {
+      out += "export " + prefix + "UNSET=" + ShellQuote(Join(plan.workers[i].unset)) + "\n";
+    }
   }
   return out;
 }

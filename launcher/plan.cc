@@ -14,6 +14,7 @@
 #include "detect/errors.h"
 #include "detect/parse.h"
 #include "launcher/cpu_binding.h"
+#include "launcher/task_variables.h"
 
 namespace distrun {
 namespace {
@@ -363,6 +364,12 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
     }
     if (o.export_jax) {
       set_address("JAX_COORDINATOR_ADDRESS", jax_address);
+      // JAX has no variable for the count and id: distrun's JAX cluster (python/distrun/jax.py), which
+      // distrun's sitecustomize registers first in JAX's detection order, reads these.
+      if (!o.export_distrun) {
+        set("DISTRUN_PROCESS_ID", rank);
+        set("DISTRUN_NUM_PROCESSES", world);
+      }
       if (!o.device_binding && !w.local_device_ids.empty()) {
         set("JAX_LOCAL_DEVICE_IDS", JoinInts(w.local_device_ids));
       }
@@ -373,6 +380,11 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("KERAS_DISTRIBUTION_PROCESS_ID", rank);
     }
     if (o.device_binding && !w.device_tokens.empty()) set(device_variable, Join(w.device_tokens));
+    WorkerPlace place{w.process_id, a.num_processes, w.local_rank, local_world, a.node_rank, a.num_nodes,
+                      layout.mode == LaunchMode::kPerNode ? a.rank_offset : -1};
+    TaskVariableChanges task = TaskVariablesFor(env, t, layout.local_workers, place);
+    for (auto& [name, value] : task.set) set(std::move(name), std::move(value));
+    w.unset = std::move(task.unset);
     plan.workers.push_back(std::move(w));
   }
   return plan;

@@ -22,6 +22,8 @@ struct WorkerPlan {
   std::vector<int> cpus;                   // --cpu-bind: the CPUs it is pinned to; empty: not pinned
   // Exactly the variables distrun sets or changes for this worker, in a stable order.
   std::vector<std::pair<std::string, std::string>> env;
+  // Inherited variables the worker does not get (the launcher's MPI variables, launcher/task_variables.h).
+  std::vector<std::string> unset;
 };
 
 // What this node's workers look like before any other node is heard from.

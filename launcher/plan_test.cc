@@ -533,8 +533,10 @@ TEST(Plan, ExportChoosesFamilies) {
     o.export_distrun = distrun;
     return o;
   };
+  // JAX has no variables for the count and id: distrun's JAX cluster reads distrun's.
   EXPECT_EQ(names(only(false, true, false, false)),
-            (std::set<std::string>{"JAX_COORDINATOR_ADDRESS", "CUDA_VISIBLE_DEVICES"}));
+            (std::set<std::string>{"JAX_COORDINATOR_ADDRESS", "DISTRUN_PROCESS_ID", "DISTRUN_NUM_PROCESSES",
+                                   "CUDA_VISIBLE_DEVICES"}));
   EXPECT_EQ(names(only(false, false, true, false)),
             (std::set<std::string>{"KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
                                    "KERAS_DISTRIBUTION_PROCESS_ID", "CUDA_VISIBLE_DEVICES"}));
@@ -714,6 +716,27 @@ TEST(Plan, AnElasticSlurmStepIsToldAboutNoKill) {
   for (const std::string& w : Build(t, o, EnvWithoutGpus()).warnings) {
     EXPECT_EQ(w.find("--no-kill"), std::string::npos) << w;
   }
+}
+
+// A per-node Slurm step: the workers see Slurm's task variables as a per-task step would set them, and none
+// of the PMIx variables that would make MPI_Init join as the distrun task (launcher/task_variables.h).
+TEST(Plan, WorkersOfAPerNodeStepSeeThePlanInSlurmsVariables) {
+  Options o;
+  o.nproc_per_node = "2";
+  Environment env = EnvWithoutGpus({{"SLURM_JOB_ID", "1234"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
+                                    {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "1"}, {"PMIX_RANK", "1"}});
+  Plan plan = Build(SlurmNode(1), o, env);
+  ASSERT_EQ(plan.workers.size(), 2u);
+  EXPECT_EQ(Column(plan, "SLURM_PROCID"), (std::vector<std::string>{"2", "3"}));
+  EXPECT_EQ(Column(plan, "SLURM_NTASKS"), (std::vector<std::string>{"4", "4"}));
+  EXPECT_EQ(Column(plan, "SLURM_LOCALID"), (std::vector<std::string>{"<unset>", "1"}));  // 0 already
+  EXPECT_EQ(Column(plan, "SLURM_NTASKS_PER_NODE"), (std::vector<std::string>{"2", "2"}));
+  for (const WorkerPlan& w : plan.workers) EXPECT_EQ(w.unset, std::vector<std::string>{"PMIX_RANK"});
+  // One worker per node is the task itself: nothing changes.
+  o.nproc_per_node = "1";
+  Plan alone = Build(SlurmNode(1), o, env);
+  EXPECT_EQ(Column(alone, "SLURM_PROCID"), std::vector<std::string>{"<unset>"});
+  EXPECT_TRUE(alone.workers.at(0).unset.empty());
 }
 
 TEST(Plan, EnvOrderIsStable) {

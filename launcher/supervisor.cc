@@ -175,6 +175,7 @@ void Supervisor::SetUpProcess() {
 std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const WorkerPlan& plan) const {
   std::map<std::string, std::string, std::less<>> vars = env_.vars;
   for (const auto& [name, value] : plan.env) vars[name] = value;
+  for (const std::string& name : plan.unset) vars.erase(name);
   worker_watch_->AddVariables(slot, vars);
   if (link_ && options_.export_distrun) {
     for (const auto& [name, value] : link_->WorkerSecrets()) vars[name] = value;
