@@ -1,0 +1,1 @@
+"""Stand-in for keras.src (see keras/__init__.py)."""

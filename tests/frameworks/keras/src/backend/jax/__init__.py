@@ -1,0 +1,1 @@
+"""Stand-in for keras.src.backend.jax (only distribution_lib)."""

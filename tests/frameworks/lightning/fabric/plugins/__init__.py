@@ -1,0 +1,2 @@
+"""Stand-in for lightning.fabric.plugins."""
+from lightning.fabric.plugins.environments import ClusterEnvironment as ClusterEnvironment

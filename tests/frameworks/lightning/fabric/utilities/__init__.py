@@ -1,0 +1,1 @@
+"""Stand-in for the lightning.fabric.utilities the environments use."""

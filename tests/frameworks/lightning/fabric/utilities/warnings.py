@@ -1,0 +1,5 @@
+"""Stand-in for lightning.fabric.utilities.warnings (only PossibleUserWarning)."""
+
+
+class PossibleUserWarning(UserWarning):
+    """Warnings that could be false positives."""

@@ -1,0 +1,1 @@
+"""Stand-in for pytorch_lightning.plugins (only environments)."""
