@@ -2,11 +2,12 @@
 
     distrun -- python3 examples/jax_distributed.py
 
-jax.distributed.initialize() reads JAX_COORDINATOR_ADDRESS (JAX's service, in worker 0, on the port
-distrun chose) and JAX_LOCAL_DEVICE_IDS (set with --device-binding none) by itself. JAX has no variable
-for the process count and id, so they come from distrun's. Naming the local devices too (from
-DISTRUN_LOCAL_DEVICE_IDS, which counts within the worker's CUDA_VISIBLE_DEVICES) keeps JAX's own
-launcher detection, which would read Slurm's or Open MPI's task variables, from overriding distrun's plan.
+jax.distributed.initialize() needs no arguments under distrun, in every launch mode: distrun's
+sitecustomize registers distrun's cluster first in JAX's detection order (python/distrun/jax.py), which reads
+the coordinator distrun chose for JAX's service (JAX_COORDINATOR_ADDRESS), the process count and id
+(DISTRUN_NUM_PROCESSES, DISTRUN_PROCESS_ID), and leaves the local devices to CUDA_VISIBLE_DEVICES, which
+distrun narrowed (or to JAX_LOCAL_DEVICE_IDS with --device-binding none). Run with `python -S` or `-I`
+(no sitecustomize), `import distrun.jax` first.
 """
 import os
 import sys
@@ -17,14 +18,10 @@ from jax.experimental import multihost_utils
 
 
 def main():
-    local = os.environ.get("DISTRUN_LOCAL_DEVICE_IDS", "")
-    if not local:
+    if not os.environ.get("DISTRUN_LOCAL_DEVICE_IDS"):
         # No GPU for this worker: JAX runs on the CPU, whose cross-process collectives need gloo.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(
-        num_processes=int(os.environ["DISTRUN_NUM_PROCESSES"]),
-        process_id=int(os.environ["DISTRUN_PROCESS_ID"]),
-        local_device_ids=[int(i) for i in local.split(",")] if local else None)
+    jax.distributed.initialize()
 
     ids = multihost_utils.process_allgather(np.array([jax.process_index()]))
     ok = sorted(ids.ravel().tolist()) == list(range(jax.process_count()))
