@@ -15,6 +15,7 @@
 //   distrun-bench torch-store [--ranks N[,N...]] [--ranks-per-connection K] [--threads T]
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin
 //                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1] [--store-threads N]
+//   distrun-bench python-site [--python PATH] [--runs N]
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -39,13 +40,14 @@ int SrunBench(const Flags& flags);
 int ElasticBench(const Flags& flags);
 int StackMergeBench(const Flags& flags);
 int TorchStoreBench(const Flags& flags);
+int PythonSiteBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge|"
-    "torch-store "
+    "torch-store|python-site "
     "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
@@ -86,6 +88,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
               {"ranks", "ranks-per-connection", "threads", "torch-timeout-s", "torch-max-ranks", "servers",
                "pin", "torch-python", "torch-libuv", "store-threads"}));
   }
+  if (which == "python-site") return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {
     return distrun::bench::KvClientMain(Flags(argc, argv, 2, {"address", "id", "seconds", "start-ns"}));
