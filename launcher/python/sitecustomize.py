@@ -3,7 +3,8 @@
 # - lets distrun ask this process for its stacks (faulthandler on a signal of distrun's);
 # - moves the Flight Recorder variables distrun set to the names of the worker's torch;
 # - hooks the import of frameworks that find their world themselves, so that they find distrun's plan:
-#   JAX's cluster detection gets distrun's cluster first, and mpi4py stops when MPI's world is not the job's;
+#   JAX's cluster detection gets distrun's cluster first, and mpi4py and Horovod stop when MPI's world is not
+#   the job's;
 # - then runs the sitecustomize module this one shadows on sys.path.
 # It never raises, except where a framework would otherwise build a wrong world, and never imports a
 # framework itself: a worker must start whatever happens here, and fast.
@@ -122,34 +123,62 @@ def _distrun_jax_clusters(module):
                          % (err.__class__.__name__, err))
 
 
+def _distrun_world_problem(framework, size, rank, how):
+    # None when MPI's world (as `framework` found it) is the job's; else the one line that says why not.
+    import os
+    world = os.environ.get("DISTRUN_NUM_PROCESSES")
+    mine = os.environ.get("DISTRUN_PROCESS_ID")
+    try:
+        if world is None or mine is None or (size, rank) == (int(world), int(mine)):
+            return None
+    except ValueError:
+        return None
+    return ("distrun: %s's world here is %d process(es) (this one rank %d) but distrun's job has %s workers "
+            "(this one rank %s): %s, and the launcher started one distrun per node (or the job changed since), "
+            "not one MPI process per worker. To use it, start one distrun per worker (srun --ntasks-per-node=G "
+            "distrun, mpirun -np N distrun); otherwise use distrun's store or torch.distributed"
+            % (framework, size, rank, world, mine, how))
+
+
 def _distrun_mpi4py(module):
     # MPI is initialised when mpi4py.MPI is imported (unless mpi4py.rc.initialize is False). A worker that
     # is not the launcher's MPI process (several workers per task, or ranks an elastic epoch renumbered)
     # has no launcher variables left (launcher/task_variables.h): its world is itself alone.
-    import os
-    world = os.environ.get("DISTRUN_NUM_PROCESSES")
-    rank = os.environ.get("DISTRUN_PROCESS_ID")
-    if world is None or rank is None:
-        return
     try:
         if not module.Is_initialized() or module.Is_finalized():
             return
-        size = module.COMM_WORLD.Get_size()
-        mine = module.COMM_WORLD.Get_rank()
-        if (size, mine) == (int(world), int(rank)):
-            return
+        problem = _distrun_world_problem("mpi4py", module.COMM_WORLD.Get_size(), module.COMM_WORLD.Get_rank(),
+                                         "MPI's world is the launcher's")
     except Exception:
         return
-    # An ImportError: code that uses MPI only when it is there goes on without it.
-    raise ImportError(
-        "distrun: mpi4py's MPI world here is %d process(es) (this one rank %d) but distrun's job has %s "
-        "workers (this one rank %s): the launcher started one distrun per node (or the job changed since), "
-        "not one MPI process per worker. To use MPI, start one distrun per worker (srun --ntasks-per-node=G "
-        "distrun, mpirun -np N distrun); otherwise use distrun's store or torch.distributed"
-        % (size, mine, world, rank))
+    if problem:
+        # An ImportError: code that uses MPI only when it is there goes on without it.
+        raise ImportError(problem)
 
 
-_DISTRUN_IMPORT_HOOKS = {"jax._src.clusters": _distrun_jax_clusters, "mpi4py.MPI": _distrun_mpi4py}
+def _distrun_horovod(module):
+    # Horovod's init() joins MPI's world (or horovodrun's Gloo rendezvous), never RANK and WORLD_SIZE: every
+    # framework binding calls HorovodBasics.init, checked here once it returns.
+    basics = getattr(module, "HorovodBasics", None)
+    init = getattr(basics, "init", None)
+    if init is None:
+        return
+
+    def init_checked(self, comm=None, *args, **kwargs):
+        result = init(self, comm, *args, **kwargs)
+        if comm is None:  # a communicator of the user's is a world of the user's choosing
+            problem = _distrun_world_problem("Horovod", self.size(), self.rank(),
+                                             "Horovod's world is MPI's, which is the launcher's")
+            if problem:
+                raise RuntimeError(problem)
+        return result
+
+    init_checked.__doc__ = getattr(init, "__doc__", None)
+    basics.init = init_checked
+
+
+_DISTRUN_IMPORT_HOOKS = {"jax._src.clusters": _distrun_jax_clusters, "mpi4py.MPI": _distrun_mpi4py,
+                         "horovod.common.basics": _distrun_horovod}
 
 
 class _DistrunImportHook(object):

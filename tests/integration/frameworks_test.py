@@ -197,8 +197,24 @@ class UnderMpiLaunchers(MpiCase, FrameworkCase):
                                     "off", "--", PYTHON, "-c", "from mpi4py import MPI; print('joined')"])
         self.assertNotEqual(rc, 0, out + err)
         self.assertNotIn("joined", out)
-        self.assertIn("distrun: mpi4py's MPI world here is 1 process(es)", err)
+        self.assertIn("distrun: mpi4py's world here is 1 process(es)", err)
         self.assertIn("start one distrun per worker", err)
+
+    def test_horovod_in_a_per_node_worker_stops_naming_the_fix(self):
+        # Horovod built with MPI takes MPI's world, never RANK and WORLD_SIZE (the stand-in under
+        # tests/frameworks initialises Open MPI as Horovod's core does).
+        program = "import horovod.torch as hvd; hvd.init(); print('horovod', hvd.rank(), hvd.size(), flush=True)"
+        rc, out, err = self.launch([*self.launcher(OPEN_MPI, 1), DISTRUN, "--nproc-per-node", "2", "--tag-output",
+                                    "off", "--", PYTHON, "-c", program], PYTHONPATH=STANDINS)
+        self.assertNotEqual(rc, 0, out + err)
+        self.assertNotIn("horovod", out)
+        self.assertIn("RuntimeError: distrun: Horovod's world here is 1 process(es) (this one rank 0) but "
+                      "distrun's job has 2 workers", err)
+        # One distrun per MPI rank: Horovod's world is the job's.
+        rc, out, err = self.launch([*self.launcher(OPEN_MPI, 2), DISTRUN, "--tag-output", "off", "--", PYTHON,
+                                    "-c", program], PYTHONPATH=STANDINS)
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(sorted(out.splitlines()), ["horovod 0 2", "horovod 1 2"])
 
 
 class AcrossEpochs(MultiNodeCase):
