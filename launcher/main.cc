@@ -18,6 +18,7 @@
 #include "launcher/detect_report.h"
 #include "launcher/job_protection.h"
 #include "launcher/kv_command.h"
+#include "launcher/mpi_program.h"
 #include "launcher/options.h"
 #include "launcher/output.h"
 #include "launcher/plan.h"
@@ -118,6 +119,7 @@ int Run(int argc, const char* const* argv) {
         "no command to run; give one after -- (distrun -- python train.py), set 'command:' in "
         "distrun.yaml, or use --detect");
   }
+  CheckMpiProgram(plan, options.command, env);
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
   // Every distrun is an agent of the job's runtime; node 0's also hosts its service.

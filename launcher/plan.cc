@@ -382,6 +382,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
     if (o.device_binding && !w.device_tokens.empty()) set(device_variable, Join(w.device_tokens));
     WorkerPlace place{w.process_id, a.num_processes, w.local_rank, local_world, a.node_rank, a.num_nodes,
                       layout.mode == LaunchMode::kPerNode ? a.rank_offset : -1};
+    w.launcher_task = WorkerIsLauncherTask(t, layout.local_workers, place);
     TaskVariableChanges task = TaskVariablesFor(env, t, layout.local_workers, place);
     for (auto& [name, value] : task.set) set(std::move(name), std::move(value));
     w.unset = std::move(task.unset);

@@ -24,6 +24,7 @@ struct WorkerPlan {
   std::vector<std::pair<std::string, std::string>> env;
   // Inherited variables the worker does not get (the launcher's MPI variables, launcher/task_variables.h).
   std::vector<std::string> unset;
+  bool launcher_task = false;  // the worker is its launcher's task: its rank and world are the task's
 };
 
 // What this node's workers look like before any other node is heard from.

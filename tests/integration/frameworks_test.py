@@ -200,6 +200,22 @@ class UnderMpiLaunchers(MpiCase, FrameworkCase):
         self.assertIn("distrun: mpi4py's world here is 1 process(es)", err)
         self.assertIn("start one distrun per worker", err)
 
+    def test_a_native_mpi_program_as_several_workers_per_distrun_is_refused_at_start(self):
+        # ompi_info links Open MPI's libmpi.so.40: as two workers of one distrun, each would be an MPI world.
+        rc, out, err = self.launch([DISTRUN, "--nproc-per-node", "2", "--", "ompi_info", "--version"])
+        self.assertEqual(rc, 2, out + err)
+        self.assertEqual(out, "")
+        self.assertEqual(err, "distrun: error: ompi_info is an MPI program (it needs libmpi.so.40), but the 2 "
+                              "worker(s) of this distrun are not processes of an MPI launcher's job, so MPI_Init "
+                              "would make each of them a world of one process; start one distrun per MPI process "
+                              "(mpirun -np 2 distrun -- ompi_info, srun --ntasks-per-node=G distrun -- ompi_info) "
+                              "or one worker per distrun (--nproc-per-node 1)\n")
+        # One distrun per MPI process: each worker is its MPI process.
+        rc, out, err = self.launch([*self.launcher(OPEN_MPI, 2), DISTRUN, "--tag-output", "off", "--", "ompi_info",
+                                    "--version"])
+        self.assertEqual(rc, 0, out + err)
+        self.assertEqual(out.count("Open MPI v"), 2, out)
+
     def test_horovod_in_a_per_node_worker_stops_naming_the_fix(self):
         # Horovod built with MPI takes MPI's world, never RANK and WORLD_SIZE (the stand-in under
         # tests/frameworks initialises Open MPI as Horovod's core does).
