@@ -117,6 +117,21 @@ step check "$distrun" check
 step torch-nccl "$distrun" -- "$python" examples/torch_allreduce.py nccl
 step jax "$distrun" -- "$python" examples/jax_distributed.py
 step jax-local-device-ids "$distrun" --device-binding none -- "$python" examples/jax_distributed.py
+# jax.distributed.initialize() with no arguments (distrun's JAX cluster first): two CPU processes locally,
+# and per node with a Slurm task's variables set, where JAX's own Slurm detection would make each worker
+# "process 0 of 1"; with python -S (no sitecustomize) JAX's Slurm detection reads the task variables distrun
+# rewrote for the workers.
+slurm_task=(SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_NPROCS=1 SLURM_LOCALID=0
+            SLURM_NODEID=0 SLURM_STEP_NUM_NODES=1 SLURM_STEP_NUM_TASKS=1 SLURM_STEP_NODELIST=localhost
+            SLURM_JOB_NODELIST=localhost)
+step jax-no-args-cpu "$distrun" --nproc-per-node 2 -- "$python" bench/gpu_jax_world.py cpu
+step jax-no-args-slurm-per-node env "${slurm_task[@]}" "$distrun" --cluster-detection-method local \
+  --nproc-per-node 2 -- "$python" bench/gpu_jax_world.py cpu
+step jax-no-args-slurm-per-node-no-site env "${slurm_task[@]}" "$distrun" --cluster-detection-method local \
+  --nproc-per-node 2 -- "$python" -S bench/gpu_jax_world.py cpu
+step jax-no-args-gpu "$distrun" -- "$python" bench/gpu_jax_world.py
+step jax-no-args-keras env KERAS_BACKEND=jax "$distrun" --nproc-per-node 2 -- "$python" -c \
+  "import jax; jax.config.update('jax_platforms', 'cpu'); jax.config.update('jax_cpu_collectives_implementation', 'gloo'); import keras; keras.distribution.initialize(); print('keras', jax.process_index(), jax.process_count())"
 
 # PyTorch 2.x on distrun's store (--torch-store distrun, the default): NCCL initialised through it, no
 # worker listening on MASTER_PORT, and the Flight Recorder recording with the buffer distrun sets.

@@ -70,7 +70,9 @@ class LocalDetect(unittest.TestCase):
         env = doc["workers"][0]["env"]
         self.assertIn("JAX_COORDINATOR_ADDRESS", env)
         self.assertNotIn("RANK", env)
-        self.assertNotIn("DISTRUN_PROCESS_ID", env)
+        self.assertNotIn("DISTRUN_LOCAL_RANK", env)
+        # JAX has no variables of its own for the count and id: distrun's JAX cluster reads these two.
+        self.assertEqual((env["DISTRUN_PROCESS_ID"], env["DISTRUN_NUM_PROCESSES"]), ("0", "1"))
 
     def test_yaml_carries_the_same_content_and_option_sources(self):
         r = run(["--detect", "--format", "yaml", "--nproc-per-node", "2"], env={"DISTRUN_GPUS_PER_WORKER": "1"})

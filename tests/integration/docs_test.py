@@ -89,14 +89,20 @@ class Docs(unittest.TestCase):
         # variable distrun can set for a worker.
         section = man_sections()["WORKER ENVIRONMENT"]
         names = set()
-        for extra in ([], ["--device-binding", "none"]):
+        # In a Slurm job, the task variables a per-node worker sees as the plan's (launcher/task_variables.h).
+        slurm = {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NPROCS": "1",
+                 "SLURM_STEP_NUM_TASKS": "1", "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_TASKS_PER_NODE": "1",
+                 "SLURM_GTIDS": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0"}
+        for extra, env in (([], {}), (["--device-binding", "none"], {}),
+                           (["--cluster-detection-method", "local"], slurm)):
             r = run(["--dry-run", "--format", "json", "--nproc-per-node", "2", *extra, "--", "true"],
-                    env={"CUDA_VISIBLE_DEVICES": "0,1"})
+                    env={"CUDA_VISIBLE_DEVICES": "0,1", **env})
             self.assertEqual(r.returncode, 0, r.stderr)
             for worker in json.loads(r.stdout)["workers"]:
                 names |= set(worker["env"])
         self.assertIn("JAX_LOCAL_DEVICE_IDS", names)
         self.assertIn("CUDA_VISIBLE_DEVICES", names)
+        self.assertIn("SLURM_NTASKS_PER_NODE", names)
         missing = {n for n in names if not re.search(r"\b" + re.escape(n) + r"\b", section)}
         self.assertEqual(missing, set())
 
