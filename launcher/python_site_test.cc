@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "detect/test_temp_root.h"
 #include "launcher/spawn.h"
 
 namespace distrun {
@@ -18,21 +19,13 @@ namespace {
 const std::string kPython = "/usr/bin/python3";
 const std::string kPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "distrun-site-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  // Writes `text` to `name` under the directory; returns the directory `name` is in.
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::filesystem::create_directories((path / name).parent_path());
-    std::ofstream(path / name) << text;
-    return (path / name).parent_path().string();
-  }
-};
+using TempDir = testing::TempRoot;
+
+// Writes `text` to `name` under the directory; returns the directory `name` is in.
+std::string WriteIn(const TempDir& dir, const std::string& name, const std::string& text) {
+  dir.Write(name, text);
+  return (dir.path() / name).parent_path().string();
+}
 
 struct Result {
   int code = -1;
@@ -66,25 +59,25 @@ bool Contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST(PythonSite, WritesItsFilesIntoAPrivateDirectoryPutFirstOnThePath) {
   TempDir dir;
-  PythonSite site((dir.path / "python").string());
-  EXPECT_TRUE(std::filesystem::exists(dir.path / "python/sitecustomize.py"));
-  EXPECT_TRUE(std::filesystem::exists(dir.path / "python/_distrun_jax.py"));
+  PythonSite site((dir.path() / "python").string());
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "python/sitecustomize.py"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "python/_distrun_jax.py"));
   struct stat st{};
-  ASSERT_EQ(::stat((dir.path / "python").c_str(), &st), 0);
+  ASSERT_EQ(::stat((dir.path() / "python").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_EQ(site.PythonPath("/a:/b"), (dir.path / "python").string() + ":/a:/b");
+  EXPECT_EQ(site.PythonPath("/a:/b"), (dir.path() / "python").string() + ":/a:/b");
   // No empty entry, which Python would read as the current directory.
-  EXPECT_EQ(site.PythonPath(""), (dir.path / "python").string());
+  EXPECT_EQ(site.PythonPath(""), (dir.path() / "python").string());
   // Written again (a second job's site in the same place) it is the same.
-  PythonSite again((dir.path / "python").string());
-  EXPECT_TRUE(std::filesystem::exists(dir.path / "python/sitecustomize.py"));
+  PythonSite again((dir.path() / "python").string());
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "python/sitecustomize.py"));
 }
 
 // torch 2.8 renamed the Flight Recorder's variables: the old names distrun set (and only those) move to the
 // new ones where the worker's torch is 2.8 or later, read from a torch package's version.py.
 TEST(PythonSite, SitecustomizeMovesTheFlightRecorderNamesDistrunSetForTorch28) {
   TempDir dir;
-  PythonSite site((dir.path / "python").string());
+  PythonSite site((dir.path() / "python").string());
   const std::string script =
       "import os\n"
       "print(*(os.environ.get(n, '-') for n in ('TORCH_NCCL_TRACE_BUFFER_SIZE', 'TORCH_FR_BUFFER_SIZE',\n"
@@ -92,7 +85,7 @@ TEST(PythonSite, SitecustomizeMovesTheFlightRecorderNamesDistrunSetForTorch28) {
   auto run = [&](const std::string& version, const std::vector<std::string>& extra) {
     dir.Write("torch-" + version + "/torch/__init__.py", "");
     dir.Write("torch-" + version + "/torch/version.py", "__version__ = '" + version + "'\ngit_version = 'x'\n");
-    Result r = RunPython(site, {"-c", script}, (dir.path / ("torch-" + version)).string(), extra);
+    Result r = RunPython(site, {"-c", script}, (dir.path() / ("torch-" + version)).string(), extra);
     EXPECT_EQ(r.code, 0) << r.err;
     return r.out;
   };
@@ -114,15 +107,15 @@ TEST(PythonSite, SitecustomizeMovesTheFlightRecorderNamesDistrunSetForTorch28) {
 
 TEST(PythonSite, SitecustomizeChainsToTheOneItShadows) {
   TempDir dir;
-  PythonSite site((dir.path / "python").string());
-  const std::string user = dir.Write("user/sitecustomize.py", "import sys\nsys.user_site_ran = 'yes'\n");
+  PythonSite site((dir.path() / "python").string());
+  const std::string user = WriteIn(dir, "user/sitecustomize.py", "import sys\nsys.user_site_ran = 'yes'\n");
   Result r = RunPython(site, {"-c", "import sys; print(getattr(sys, 'user_site_ran', 'no'))"}, user);
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.out, "yes\n");
   EXPECT_EQ(r.err, "");
 
   // A failing one is reported as Python reports it, and the worker still runs.
-  const std::string bad = dir.Write("bad/sitecustomize.py", "raise ValueError('broken site')\n");
+  const std::string bad = WriteIn(dir, "bad/sitecustomize.py", "raise ValueError('broken site')\n");
   Result b = RunPython(site, {"-c", "print('ran')"}, bad);
   EXPECT_EQ(b.code, 0);
   EXPECT_EQ(b.out, "ran\n");
@@ -160,8 +153,8 @@ void WriteFakeJax(const TempDir& dir) {
 TEST(PythonSite, JaxsClusterModuleGetsDistrunsClusterFirstWhenItIsImported) {
   TempDir dir;
   WriteFakeJax(dir);
-  PythonSite site((dir.path / "python").string());
-  const std::string fake = (dir.path / "fake").string();
+  PythonSite site((dir.path() / "python").string());
+  const std::string fake = (dir.path() / "fake").string();
   const std::vector<std::string> worker = {"JAX_COORDINATOR_ADDRESS=10.0.0.1:4321", "DISTRUN_NUM_PROCESSES=6",
                                            "DISTRUN_PROCESS_ID=4", "SLURM_JOB_ID=77"};
   // Nothing of JAX's or distrun's JAX module is loaded before the worker imports JAX.
@@ -186,13 +179,13 @@ TEST(PythonSite, JaxsClusterModuleGetsDistrunsClusterFirstWhenItIsImported) {
       << r.err;
 
   // import distrun.jax too (the copy installed with the module): still one class of distrun's, first.
-  const std::string module_dir = dir.Write("module/distrun/__init__.py", "");
-  std::filesystem::copy_file(dir.path / "python/_distrun_jax.py", dir.path / "module/distrun/jax.py");
+  dir.Write("module/distrun/__init__.py", "");
+  std::filesystem::copy_file(dir.path() / "python/_distrun_jax.py", dir.path() / "module/distrun/jax.py");
   Result both = RunPython(site,
                           {"-c",
                            "import distrun.jax\nfrom jax._src.clusters import ClusterEnv\n"
                            "print([c.__name__ for c in ClusterEnv._cluster_types], distrun.jax.DistrunCluster.name)"},
-                          fake + ":" + (dir.path / "module").string(), worker);
+                          fake + ":" + (dir.path() / "module").string(), worker);
   EXPECT_EQ(both.out, "['DistrunCluster', 'SlurmCluster'] distrun\n") << both.err;
 
   // Outside a distrun worker (no plan), distrun's cluster is not present: JAX's own detection goes on.
@@ -206,7 +199,7 @@ TEST(PythonSite, JaxsClusterModuleGetsDistrunsClusterFirstWhenItIsImported) {
 
 TEST(PythonSite, Mpi4pyStopsAWorkerWhoseMpiWorldIsNotTheJobs) {
   TempDir dir;
-  PythonSite site((dir.path / "python").string());
+  PythonSite site((dir.path() / "python").string());
   // No launcher here: MPI_Init makes a world of this process alone.
   Result wrong = RunPython(site, {"-c", "from mpi4py import MPI\nprint('joined', MPI.COMM_WORLD.Get_size())"}, "",
                            {"DISTRUN_NUM_PROCESSES=4", "DISTRUN_PROCESS_ID=2", "HOME=/tmp"});
