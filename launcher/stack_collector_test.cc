@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "launcher/python_site.h"
 #include "launcher/spawn.h"
 
 namespace distrun {
@@ -52,9 +53,12 @@ StackCollectorConfig ConfigIn(const TempDir& dir) {
   return config;
 }
 
-std::vector<std::string> EnvFor(const StackCollector& collector, const std::string& pythonpath = "") {
-  std::vector<std::string> env = {kPath};
-  for (const auto& [name, value] : collector.WorkerEnvironment(pythonpath)) env.push_back(name + "=" + value);
+// A worker's environment: distrun's Python site beside the collector's directory, as WorkerWatch lays them
+// out, and the collector's variables.
+std::vector<std::string> EnvFor(const StackCollector& collector) {
+  PythonSite site((std::filesystem::path(collector.config().dir).parent_path() / "python").string());
+  std::vector<std::string> env = {kPath, "PYTHONPATH=" + site.PythonPath("")};
+  for (const auto& [name, value] : collector.WorkerEnvironment()) env.push_back(name + "=" + value);
   return env;
 }
 
@@ -120,96 +124,15 @@ double MillisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-TEST(StackCollectorSetup, WorkerEnvironmentPutsOurSitecustomizeFirst) {
+TEST(StackCollectorSetup, WorkerEnvironmentNamesTheDirectoryAndTheSignal) {
   TempDir dir;
   StackCollectorConfig config = ConfigIn(dir);
   StackCollector collector(config);
-  EXPECT_TRUE(std::filesystem::exists(config.dir + "/python/sitecustomize.py"));
-  auto env = collector.WorkerEnvironment("/a:/b");
-  ASSERT_EQ(env.size(), 3u);
-  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"PYTHONPATH", config.dir + "/python:/a:/b"}));
-  EXPECT_EQ(env[1], (std::pair<std::string, std::string>{"DISTRUN_STACKS_DIR", config.dir}));
-  EXPECT_EQ(env[2],
+  auto env = collector.WorkerEnvironment();
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"DISTRUN_STACKS_DIR", config.dir}));
+  EXPECT_EQ(env[1],
             (std::pair<std::string, std::string>{"DISTRUN_STACK_SIGNAL", std::to_string(SIGRTMIN + 5)}));
-  // No empty entry, which Python would read as the current directory.
-  EXPECT_EQ(collector.WorkerEnvironment("")[0].second, config.dir + "/python");
-}
-
-// torch 2.8 renamed the Flight Recorder's variables: the old names distrun set (and only those) move to the
-// new ones where the worker's torch is 2.8 or later, read from a torch package's version.py.
-TEST(StackCollectorSetup, SitecustomizeMovesTheFlightRecorderNamesDistrunSetForTorch28) {
-  TempDir dir;
-  StackCollector collector(ConfigIn(dir));
-  const std::string script =
-      "import os\n"
-      "print(*(os.environ.get(n, '-') for n in ('TORCH_NCCL_TRACE_BUFFER_SIZE', 'TORCH_FR_BUFFER_SIZE',\n"
-      "      'TORCH_NCCL_DEBUG_INFO_TEMP_FILE', 'TORCH_FR_DUMP_TEMP_FILE', 'TORCH_NCCL_DUMP_ON_TIMEOUT')))\n";
-  auto run = [&](const std::string& version, std::vector<std::string> extra) {
-    const std::string init = dir.Write("torch-" + version + "/torch/__init__.py", "");
-    dir.Write("torch-" + version + "/torch/version.py",
-              "__version__ = '" + version + "'\ngit_version = 'x'\n");
-    std::vector<std::string> env =
-        EnvFor(collector, std::filesystem::path(init).parent_path().parent_path().string());
-    env.insert(env.end(), extra.begin(), extra.end());
-    Child c = Start({kPython, "-c", script}, env);
-    EXPECT_EQ(c.Wait(), 0);
-    std::string out(512, '\0');
-    out.resize(
-        static_cast<size_t>(std::max<ssize_t>(::read(c.stdout_pipe().get(), out.data(), out.size()), 0)));
-    return out;
-  };
-  const std::vector<std::string> distruns = {
-      "DISTRUN_TORCH_RENAME=TORCH_NCCL_TRACE_BUFFER_SIZE,TORCH_NCCL_DEBUG_INFO_TEMP_FILE",
-      "TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/logs/fr-",
-      "TORCH_FR_DUMP_TEMP_FILE=/logs/fr-", "TORCH_NCCL_DUMP_ON_TIMEOUT=1"};
-  EXPECT_EQ(run("2.11.0+cu130", distruns), "- 2000 - /logs/fr- 1\n");
-  EXPECT_EQ(run("2.8.0", distruns), "- 2000 - /logs/fr- 1\n");
-  EXPECT_EQ(run("2.7.1", distruns), "2000 - /logs/fr- /logs/fr- 1\n");
-  EXPECT_EQ(run("1.13.1", distruns), "2000 - /logs/fr- /logs/fr- 1\n");
-  // The user's own old name stays where distrun did not set it.
-  EXPECT_EQ(run("2.11.0",
-                {"DISTRUN_TORCH_RENAME=TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_NCCL_TRACE_BUFFER_SIZE=50",
-                 "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/logs/fr-", "TORCH_FR_DUMP_TEMP_FILE=/logs/fr-"}),
-            "50 - - /logs/fr- -\n");
-  EXPECT_EQ(run("2.11.0", {"TORCH_NCCL_TRACE_BUFFER_SIZE=50"}), "50 - - - -\n");
-}
-
-TEST(StackCollectorSetup, SitecustomizeChainsToTheOneItShadows) {
-  TempDir dir;
-  StackCollector collector(ConfigIn(dir));
-  const std::string user = dir.Write("user/sitecustomize.py", "import sys\nsys.user_site_ran = 'yes'\n");
-  const std::string script = "import sys; print(getattr(sys, 'user_site_ran', 'no'))";
-  const std::string user_dir = std::filesystem::path(user).parent_path().string();
-  Child c = Start({kPython, "-c", script}, EnvFor(collector, user_dir));
-  EXPECT_EQ(c.Wait(), 0);
-  std::string out(256, '\0');
-  out.resize(
-      static_cast<size_t>(std::max<ssize_t>(::read(c.stdout_pipe().get(), out.data(), out.size()), 0)));
-  std::string err(4096, '\0');
-  err.resize(
-      static_cast<size_t>(std::max<ssize_t>(::read(c.stderr_pipe().get(), err.data(), err.size()), 0)));
-  EXPECT_EQ(out, "yes\n");
-  EXPECT_EQ(err, "");
-
-  // A failing one is reported as Python reports it, and the worker still runs.
-  const std::string bad = dir.Write("bad/sitecustomize.py", "raise ValueError('broken site')\n");
-  Child b = Start({kPython, "-c", "print('ran')"},
-                  EnvFor(collector, std::filesystem::path(bad).parent_path().string()));
-  EXPECT_EQ(b.Wait(), 0);
-  err.assign(4096, '\0');
-  err.resize(
-      static_cast<size_t>(std::max<ssize_t>(::read(b.stderr_pipe().get(), err.data(), err.size()), 0)));
-  EXPECT_TRUE(Contains(err, "Error in sitecustomize")) << err;
-  EXPECT_TRUE(Contains(err, "ValueError: broken site")) << err;
-
-  // Without distrun's variables (someone copied PYTHONPATH alone) it does nothing and says nothing.
-  Child plain = Start({kPython, "-c", "import faulthandler; print('ok')"},
-                      {kPath, "PYTHONPATH=" + collector.config().dir + "/python"});
-  EXPECT_EQ(plain.Wait(), 0);
-  err.assign(4096, '\0');
-  err.resize(
-      static_cast<size_t>(std::max<ssize_t>(::read(plain.stderr_pipe().get(), err.data(), err.size()), 0)));
-  EXPECT_EQ(err, "");
 }
 
 TEST(StackCollectorPython, DumpsAStuckWorkerAndLeavesItRunning) {
