@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Configures and builds one flavour of distrun: release (default), asan (ASan+UBSan) or fuzz (clang-14).
-#   scripts/build.sh [release|asan|fuzz] [BUILD_DIR]
+# Configures and builds one flavour of distrun: release (default), asan (ASan+UBSan) or fuzz (clang-14);
+# or `wheel`: the release build packed as a Python wheel, dist/distrun-VERSION-py3-none-PLATFORM.whl
+# (scripts/make_wheel.py; pip install dist/distrun-*.whl).
+#   scripts/build.sh [release|asan|fuzz|wheel] [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
+if [[ $flavour == wheel ]]; then
+  dir=${2:-build/release}
+  "$0" release "$dir"
+  exec /usr/bin/python3 scripts/make_wheel.py "$dir" dist
+fi
 dir=${2:-build/$flavour}
 jobs=${DISTRUN_BUILD_JOBS:-$(nproc)}
 case "$flavour" in
@@ -11,7 +18,7 @@ case "$flavour" in
   asan) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTRUN_SANITIZE=ON) ;;
   fuzz) args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTRUN_SANITIZE=ON -DDISTRUN_FUZZ=ON
               -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14) ;;
-  *) echo "build.sh: unknown flavour '$flavour'; use release, asan or fuzz" >&2; exit 2 ;;
+  *) echo "build.sh: unknown flavour '$flavour'; use release, asan, fuzz or wheel" >&2; exit 2 ;;
 esac
 # ccache, where installed, makes rebuilds in several build trees cheap; it is optional.
 if command -v ccache >/dev/null; then args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi

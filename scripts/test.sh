@@ -11,6 +11,10 @@ export CTEST_OUTPUT_ON_FAILURE=1
 
 echo "== release build and tests =="
 scripts/build.sh release
+# The Python wheel, as README builds it; tests/integration/wheel_test.py installs it into fresh venvs.
+DISTRUN_WHEEL=$(scripts/build.sh wheel | tail -n 1)
+export DISTRUN_WHEEL
+echo "wheel: $DISTRUN_WHEEL"
 ctest --test-dir build/release -j 2 --timeout 600
 
 echo "== cluster tests (a Slurm lab of virtual hosts, Open MPI, MPICH) =="
@@ -18,6 +22,7 @@ echo "== cluster tests (a Slurm lab of virtual hosts, Open MPI, MPICH) =="
 tests/cluster/run_tests.sh build/release
 
 echo "== ASan+UBSan build and tests =="
+unset DISTRUN_WHEEL
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 scripts/build.sh asan

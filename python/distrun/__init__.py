@@ -11,7 +11,8 @@ for every worker (DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN, DISTRUN_PROCESS_ID
 arguments instead and has the same methods; it may be shared by threads.
 
 This is ctypes over distrun's C client library, libdistrun_client.so.0 (<distrun/client.h>), found through
-DISTRUN_CLIENT_LIBRARY (a path), else the one installed with this module, else the dynamic loader.
+DISTRUN_CLIENT_LIBRARY (a path), else the one beside this module (the wheel's), else the one installed with
+this module by cmake --install, else the dynamic loader.
 
 Keys are str (or bytes). Values are bytes or str (stored as UTF-8); they come back as bytes, or as str
 with text=True. Timeouts are seconds; None waits as long as the runtime allows a wait to last, a day.
@@ -155,6 +156,11 @@ def _candidates():
         # A library named explicitly is the only one tried: falling back would hide the mistake.
         return [(named, LIBRARY_ENV)]
     found = []
+    # The wheel puts the library in the package (scripts/make_wheel.py): the one installed beside the module
+    # always matches it.
+    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), SONAME)
+    if os.path.exists(beside):
+        found.append((beside, "installed beside this module"))
     try:
         from . import _install  # written by `cmake --install` (cmake/python.cmake)
         found.append((_install.LIBRARY, "installed with this module"))
