@@ -170,6 +170,22 @@ export -f torch_fr_dump
 step torch-fr-dump torch_fr_dump
 step torch-store-tests env DISTRUN_TEST_PYTHON="$(command -v "$python")" DISTRUN_BIN="$distrun" \
   "$python" tests/integration/torch_test.py TorchStore
+# The wheel (scripts/build.sh wheel; carry dist/) in a venv of this machine's Python that sees its torch and
+# JAX: the venv's distrun runs torch NCCL workers on distrun's store and JAX workers without arguments, each
+# also using `import distrun` from the wheel. pip refuses the wheel where glibc is older than its tag.
+wheel_venv() {
+  local venv whl
+  whl=$(ls dist/distrun-*.whl 2>/dev/null | head -1)
+  [ -n "$whl" ] || { echo "no dist/distrun-*.whl: build it with scripts/build.sh wheel and carry dist"; return 1; }
+  venv=$(mktemp -d)/venv
+  "$python" -m venv --system-site-packages "$venv" && "$venv/bin/pip" install -q --no-index "$whl" || return 1
+  ldd --version | head -1
+  PATH=$venv/bin:$PATH STORE_WORKER_BACKEND=nccl "$venv/bin/distrun" -- python tests/integration/torch_store_worker.py &&
+    PATH=$venv/bin:$PATH "$venv/bin/distrun" --nproc-per-node 2 -- python -c \
+      "import distrun, runpy, sys; distrun.set('k%d' % distrun.rank(), 'v'); distrun.barrier('b'); print('distrun module', distrun.library_path()); sys.argv = ['w', 'cpu']; runpy.run_path('bench/gpu_jax_world.py', run_name='__main__')"
+}
+export -f wheel_venv
+step wheel-venv wheel_venv
 # 16 cores: each server on CPUs 0-3 (distrun: its default of 4 store loops there), the ranks on 8 loops on
 # the other 12; torch 2.x's two servers.
 STEP_TIMEOUT=300 step torch-store-bench "$build/bench/distrun-bench" torch-store --ranks "${TORCH_STORE_RANKS:-1000,10000,100000}" \
