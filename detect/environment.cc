@@ -43,6 +43,8 @@ Environment Environment::FromProcess() {
   env.cuda_query = QueryCudaDriver;
   env.mpi_probe = RunMpiProbe;
   env.parent_pid = static_cast<int>(::getppid());
+  std::error_code ec;
+  env.program = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   return env;
 }
 

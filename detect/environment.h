@@ -79,6 +79,7 @@ struct Environment {
   MpiProbe mpi_probe;                // empty: no MPI library can be used
   int cpu_count = 1;                 // CPUs this process may run on (its affinity mask)
   int parent_pid = 0;                // the process that started this one; 0: unknown
+  std::string program;               // this distrun's executable, absolute (/proc/self/exe); "": unknown
 
   // Value of a variable, or nullptr when unset. An empty value counts as set.
   const std::string* Get(std::string_view name) const;

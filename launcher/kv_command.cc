@@ -99,9 +99,11 @@ int Fail(const Invocation& inv, Status s, const std::string& address, const Comm
     return kTimeoutExit;
   }
   if (s.code == StatusCode::kUnavailable) {
-    std::fprintf(stderr,
-                 "distrun: %s: cannot reach the distrun runtime at %s (%s); is the job still running?\n",
-                 inv.verb.c_str(), address.c_str(), what.c_str());
+    // As `distrun status` says it (watch_commands.cc): the client's message names the address already.
+    if (what.find(address) == std::string::npos) {
+      what = "cannot reach the distrun runtime at " + address + " (" + what + ")";
+    }
+    std::fprintf(stderr, "distrun: %s: %s; is the job still running?\n", inv.verb.c_str(), what.c_str());
   } else if (s.code == StatusCode::kUnauthenticated) {
     std::fprintf(stderr, "distrun: %s: %s\n", inv.verb.c_str(), RefusalMessage(auth, address, what).c_str());
   } else if (s.code == StatusCode::kInvalidArgument || s.code == StatusCode::kOutOfRange) {
@@ -147,6 +149,9 @@ int Execute(const Invocation& inv, const Env& env) {
                      "(distrun -- your_script.sh)");
   }
   ParseHostPort("DISTRUN_COORDINATOR_ADDRESS", config.address);
+  // A worker (DISTRUN_PROCESS_ID set) may call while node 0's runtime is still starting: its calls wait for
+  // it. A user's command outside the job meets a runtime that has ended: a refused connection fails at once.
+  config.wait_for_ready = !get("DISTRUN_PROCESS_ID").empty();
   const CommandAuth auth = SetCommandAuth(env, &config);
   GrpcClient client(config);
   const std::vector<std::string>& op = inv.operands;

@@ -31,6 +31,23 @@ std::string JoinInts(const std::vector<int>& items) {
   return out;
 }
 
+// The workers' PATH with `program`'s directory appended, or "" when PATH holds it already.
+std::string WorkerPath(const Environment& env, const std::string& program) {
+  const std::string dir = program.substr(0, program.rfind('/'));
+  if (dir.empty()) return {};
+  const std::string* path = env.Get("PATH");
+  if (path == nullptr || path->empty()) return dir;
+  for (size_t start = 0; start <= path->size();) {
+    size_t end = path->find(':', start);
+    if (end == std::string::npos) end = path->size();
+    std::string entry = path->substr(start, end - start);
+    while (entry.size() > 1 && entry.back() == '/') entry.pop_back();
+    if (entry == dir) return {};
+    start = end + 1;
+  }
+  return *path + ":" + dir;
+}
+
 const char* LocalRankVariable(const std::string& method) {
   if (method == "slurm") return "SLURM_LOCALID";
   if (method == "ompi") return "OMPI_COMM_WORLD_LOCAL_RANK";
@@ -312,6 +329,13 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("DISTRUN_RESTART_COUNT", std::to_string(a.restart_count));
       set("DISTRUN_EPOCH", std::to_string(a.restart_count));
       set("DISTRUN_CLUSTER", t.method);
+      // Scripts' `distrun kv`, `barrier` and `progress` reach the distrun that launched them even when it
+      // is not on PATH (/opt/x/bin/distrun, a venv's bin not activated): its path, and its directory last
+      // on PATH where PATH does not hold it (what PATH finds first still wins).
+      if (!env.program.empty()) {
+        set("DISTRUN_PROGRAM", env.program);
+        if (std::string path = WorkerPath(env, env.program); !path.empty()) set("PATH", path);
+      }
     }
     if (o.export_torch) {
       set("RANK", rank);

@@ -739,6 +739,29 @@ TEST(Plan, WorkersOfAPerNodeStepSeeThePlanInSlurmsVariables) {
   EXPECT_TRUE(alone.workers.at(0).unset.empty());
 }
 
+// Workers reach the distrun that launched them even where it is not on PATH (issue: a venv's bin, /opt).
+TEST(Plan, WorkersFindTheDistrunThatLaunchedThem) {
+  auto env_of = [](const char* path) {
+    Environment env = EnvWithoutGpus();
+    if (path) env.vars["PATH"] = path;
+    env.program = "/opt/x/bin/distrun";
+    return EnvOf(Build(LocalNode(), Options{}, env).workers.at(0));
+  };
+  auto env = env_of("/usr/bin:/bin");
+  EXPECT_EQ(env["DISTRUN_PROGRAM"], "/opt/x/bin/distrun");
+  EXPECT_EQ(env["PATH"], "/usr/bin:/bin:/opt/x/bin");  // last: what PATH finds first still wins
+  EXPECT_EQ(env_of("/opt/x/bin/:/usr/bin").count("PATH"), 0u);
+  EXPECT_EQ(env_of("/usr/bin:/opt/x/bin").count("PATH"), 0u);
+  EXPECT_EQ(env_of(nullptr)["PATH"], "/opt/x/bin");
+  // Without distrun's family the workers call no verb.
+  Options o;
+  o.export_distrun = false;
+  Environment plain = EnvWithoutGpus({{"PATH", "/usr/bin"}});
+  plain.program = "/opt/x/bin/distrun";
+  auto without = EnvOf(Build(LocalNode(), o, plain).workers.at(0));
+  EXPECT_EQ(without.count("DISTRUN_PROGRAM") + without.count("PATH"), 0u);
+}
+
 TEST(Plan, EnvOrderIsStable) {
   Plan a = Build(SlurmTask(5, 1, 1), Options{}, EnvWithoutGpus());
   Plan b = Build(SlurmTask(5, 1, 1), Options{}, EnvWithoutGpus());

@@ -106,6 +106,14 @@ class Docs(unittest.TestCase):
         missing = {n for n in names if not re.search(r"\b" + re.escape(n) + r"\b", section)}
         self.assertEqual(missing, set())
 
+    def test_synopsis_lists_every_verb_help_lists(self):
+        usage = help_text().split("Options:")[0]
+        verbs = set(re.findall(r"^  distrun ([a-z]+)\b", usage, re.M))
+        self.assertGreaterEqual(verbs, {"kv", "barrier", "progress", "stacks", "status", "check"})
+        synopsis = man_sections()["SYNOPSIS"]
+        for verb in verbs:
+            self.assertRegex(synopsis, r"\bdistrun " + verb + r"\b", verb)
+
     def test_verbs_are_documented(self):
         section = man_sections()["VERBS"]
         r = run(["kv", "--help"])

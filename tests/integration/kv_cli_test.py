@@ -1,6 +1,8 @@
 """The runtime's worker services through the CLI verbs, with real workers under a real distrun: `distrun kv …`
 and `distrun barrier …` reach node 0's service with the address and token distrun gives every worker."""
 import os
+import shutil
+import subprocess
 import unittest
 
 from distrun_harness import DISTRUN, run
@@ -21,6 +23,22 @@ class KvCli(LaunchCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = sorted(r.stdout.splitlines())
         self.assertEqual(lines, ["0 sees value 1", "1 sees value 2", "2 sees value 0"])
+
+    def test_workers_reach_a_distrun_that_is_not_on_path(self):
+        # /opt/x/bin/distrun -- train.sh, or a venv's distrun without activating it: the workers' scripts
+        # still have `distrun` (its directory is appended to their PATH) and DISTRUN_PROGRAM.
+        bin_dir = os.path.join(self.dir, "opt", "bin")
+        os.makedirs(bin_dir)
+        for name in ("distrun", "distrun-sentinel"):
+            shutil.copy2(os.path.join(os.path.dirname(DISTRUN), name), bin_dir)
+        program = os.path.join(bin_dir, "distrun")
+        r = subprocess.run([program, "--nproc-per-node", "2", "--tag-output", "off", "--", "sh", "-c",
+                            'distrun kv set "k/$DISTRUN_PROCESS_ID" "$DISTRUN_PROCESS_ID" && distrun barrier b && '
+                            'echo "$DISTRUN_PROCESS_ID $(distrun kv get k/0) $(command -v distrun) $DISTRUN_PROGRAM"'],
+                           env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **self.env()}, capture_output=True,
+                           text=True, timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(r.stdout.splitlines()), [f"0 0 {program} {program}", f"1 0 {program} {program}"])
 
     def test_get_waits_until_the_key_is_set(self):
         r = self.launch(2, 'if [ $R = 0 ]; then echo "got $($D kv get late --timeout 30)"; '
@@ -117,6 +135,19 @@ class KvCliErrors(unittest.TestCase):
         r = run(["kv", "try-get", "k", "--timeout", "0.5"], env={"DISTRUN_COORDINATOR_ADDRESS": "127.0.0.1:1"})
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("cannot reach the distrun runtime at 127.0.0.1:1", r.stderr)
+
+    def test_outside_a_job_a_runtime_that_has_ended_fails_at_once_as_status_does(self):
+        # No --timeout: a user's command against an ended job must not wait for it (as status and stacks).
+        env = {"DISTRUN_COORDINATOR_ADDRESS": "127.0.0.1:1", "DISTRUN_TOKEN": "t"}
+        for verb in (["kv", "get", "k"], ["kv", "set", "k", "v"], ["status"]):
+            r = run(verb, env=env, timeout=10)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertRegex(r.stderr, r"^distrun: (kv get|kv set|status): cannot reach the distrun runtime at "
+                                       r"127\.0\.0\.1:1: .*Connection refused; is the job still running\?\n$")
+        # A worker (DISTRUN_PROCESS_ID) waits for a coordinator that may still be starting, up to its timeout.
+        r = run(["kv", "get", "k", "--timeout", "0.2"], env=dict(env, DISTRUN_PROCESS_ID="0"), timeout=30)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertNotIn("Connection refused", r.stderr)
 
     def test_help(self):
         r = run(["kv", "--help"])
