@@ -6,6 +6,7 @@ Skipped, with the reason, when this distrun does not join the nodes of a job yet
 cluster_harness.distrun_has_job_runtime)."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -52,6 +53,33 @@ echo "$(hostname)" > {self.dir}/ready-$RANK
                        PYTHON, TORCH_ALLREDUCE], timeout=300)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.check_allreduce(r.stdout, 2 * len(NODES))
+
+    def test_workers_reach_a_distrun_started_by_its_path(self):
+        # /opt/x/bin/distrun in an srun step, not on PATH: the workers' scripts still run `distrun kv`.
+        bin_dir = self.path("opt", "bin")
+        os.makedirs(bin_dir)
+        for name in ("distrun", "distrun-sentinel"):
+            shutil.copy2(os.path.join(os.path.dirname(DISTRUN), name), bin_dir)
+        program = os.path.join(bin_dir, "distrun")
+        r = self.srun(["-N2", "--ntasks-per-node=1", program, "--nproc-per-node", "2", "--tag-output", "off", "--",
+                       "sh", "-c", 'distrun kv set "k/$DISTRUN_PROCESS_ID" x && distrun barrier b && '
+                       'echo "$DISTRUN_PROCESS_ID $(distrun kv ls k/ | wc -l) $(command -v distrun)"'])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(r.stdout.splitlines()), [f"{rank} 4 {program}" for rank in range(4)])
+
+    def test_commands_against_an_ended_job_fail_at_once(self):
+        # The job's address and token, as a user would have copied them from a worker.
+        r = self.srun(["-N2", "--ntasks-per-node=1", DISTRUN, "--tag-output", "off", "--", "sh", "-c",
+                       '[ "$DISTRUN_PROCESS_ID" = 0 ] && echo "$DISTRUN_COORDINATOR_ADDRESS $DISTRUN_TOKEN"; true'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        address, token = r.stdout.split()
+        env = self.env(DISTRUN_COORDINATOR_ADDRESS=address, DISTRUN_TOKEN=token)
+        for verb in (["kv", "get", "k"], ["status"]):
+            done = self.slurm([DISTRUN, *verb], env=env, check=False, timeout=20)
+            self.assertEqual(done.returncode, 3, done.stderr)
+            self.assertRegex(done.stderr, rf"^distrun: {' '.join(verb[:2]) if verb[0] == 'kv' else 'status'}: "
+                                          rf"cannot reach the distrun runtime at {re.escape(address)}: .*; "
+                                          r"is the job still running\?\n$")
 
     def test_one_distrun_per_task_runs_one_torch_worker_each(self):
         r = self.srun(["-N2", "--ntasks-per-node=2", DISTRUN, "--", PYTHON, TORCH_ALLREDUCE], timeout=300)
