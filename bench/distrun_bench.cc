@@ -88,7 +88,8 @@ int Dispatch(const std::string& which, int argc, char** argv) {
               {"ranks", "ranks-per-connection", "threads", "torch-timeout-s", "torch-max-ranks", "servers",
                "pin", "torch-python", "torch-libuv", "store-threads"}));
   }
-  if (which == "python-site") return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
+  if (which == "python-site")
+    return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {
     return distrun::bench::KvClientMain(Flags(argc, argv, 2, {"address", "id", "seconds", "start-ns"}));

@@ -49,7 +49,8 @@ constexpr char kPerImport[] =
 struct Dir {
   std::filesystem::path path;
   Dir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "distrun-python-site-bench-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "distrun-python-site-bench-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path = pattern;
   }

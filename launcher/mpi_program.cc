@@ -13,8 +13,9 @@ namespace {
 // Where the command's program is, as exec would find it; "" when it is not found (spawning says so).
 std::string ProgramPath(const std::string& file, const Environment& env) {
   for (const std::string& candidate : ExecCandidates(file, env.Get("PATH"))) {
-    struct stat st{};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }
   }
@@ -51,8 +52,9 @@ void CheckMpiProgram(const Plan& plan, const std::vector<std::string>& command, 
                    std::to_string(plan.workers.size()) +
                    " worker(s) of this distrun are not processes of an MPI launcher's job, so MPI_Init "
                    "would make each of them a world of one process; start one distrun per MPI process "
-                   "(mpirun -np " + n + " distrun -- " + program + ", srun --ntasks-per-node=G distrun -- " +
-                   program + ") or one worker per distrun (--nproc-per-node 1)");
+                   "(mpirun -np " +
+                   n + " distrun -- " + program + ", srun --ntasks-per-node=G distrun -- " + program +
+                   ") or one worker per distrun (--nproc-per-node 1)");
 }
 
 }  // namespace distrun

@@ -53,11 +53,12 @@ TEST(MpiProgram, StopsAnMpiProgramWhoseWorkersAreNotTheLaunchersProcesses) {
     CheckMpiProgram(PlanOf({false, false}, 4), {"ompi_info", "--version"}, env);
     FAIL() << "no error";
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "ompi_info is an MPI program (it needs libmpi.so.40), but the 2 worker(s) of this distrun are not "
-              "processes of an MPI launcher's job, so MPI_Init would make each of them a world of one process; "
-              "start one distrun per MPI process (mpirun -np 4 distrun -- ompi_info, srun --ntasks-per-node=G "
-              "distrun -- ompi_info) or one worker per distrun (--nproc-per-node 1)");
+    EXPECT_EQ(
+        std::string(e.what()),
+        "ompi_info is an MPI program (it needs libmpi.so.40), but the 2 worker(s) of this distrun are not "
+        "processes of an MPI launcher's job, so MPI_Init would make each of them a world of one process; "
+        "start one distrun per MPI process (mpirun -np 4 distrun -- ompi_info, srun --ntasks-per-node=G "
+        "distrun -- ompi_info) or one worker per distrun (--nproc-per-node 1)");
   }
   // Each worker its launcher's MPI process (a per-task launch): fine.
   EXPECT_NO_THROW(CheckMpiProgram(PlanOf({true}, 4), {"ompi_info"}, env));

@@ -404,7 +404,12 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("KERAS_DISTRIBUTION_PROCESS_ID", rank);
     }
     if (o.device_binding && !w.device_tokens.empty()) set(device_variable, Join(w.device_tokens));
-    WorkerPlace place{w.process_id, a.num_processes, w.local_rank, local_world, a.node_rank, a.num_nodes,
+    WorkerPlace place{w.process_id,
+                      a.num_processes,
+                      w.local_rank,
+                      local_world,
+                      a.node_rank,
+                      a.num_nodes,
                       layout.mode == LaunchMode::kPerNode ? a.rank_offset : -1};
     w.launcher_task = WorkerIsLauncherTask(t, layout.local_workers, place);
     TaskVariableChanges task = TaskVariablesFor(env, t, layout.local_workers, place);

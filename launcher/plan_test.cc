@@ -723,8 +723,12 @@ TEST(Plan, AnElasticSlurmStepIsToldAboutNoKill) {
 TEST(Plan, WorkersOfAPerNodeStepSeeThePlanInSlurmsVariables) {
   Options o;
   o.nproc_per_node = "2";
-  Environment env = EnvWithoutGpus({{"SLURM_JOB_ID", "1234"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
-                                    {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "1"}, {"PMIX_RANK", "1"}});
+  Environment env = EnvWithoutGpus({{"SLURM_JOB_ID", "1234"},
+                                    {"SLURM_PROCID", "1"},
+                                    {"SLURM_NTASKS", "2"},
+                                    {"SLURM_LOCALID", "0"},
+                                    {"SLURM_NODEID", "1"},
+                                    {"PMIX_RANK", "1"}});
   Plan plan = Build(SlurmNode(1), o, env);
   ASSERT_EQ(plan.workers.size(), 2u);
   EXPECT_EQ(Column(plan, "SLURM_PROCID"), (std::vector<std::string>{"2", "3"}));

@@ -40,8 +40,8 @@ std::string ReadAll(int fd) {
 }
 
 // Python with distrun's site first on its PYTHONPATH, then `pythonpath`, and `env` ("NAME=value").
-Result RunPython(const PythonSite& site, const std::vector<std::string>& args, const std::string& pythonpath = "",
-                 const std::vector<std::string>& env = {}) {
+Result RunPython(const PythonSite& site, const std::vector<std::string>& args,
+                 const std::string& pythonpath = "", const std::vector<std::string>& env = {}) {
   SpawnSpec spec;
   spec.argv = {kPython};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
@@ -55,14 +55,16 @@ Result RunPython(const PythonSite& site, const std::vector<std::string>& args, c
   return r;
 }
 
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(PythonSite, WritesItsFilesIntoAPrivateDirectoryPutFirstOnThePath) {
   TempDir dir;
   PythonSite site((dir.path() / "python").string());
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "python/sitecustomize.py"));
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "python/_distrun_jax.py"));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((dir.path() / "python").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_EQ(site.PythonPath("/a:/b"), (dir.path() / "python").string() + ":/a:/b");
@@ -84,7 +86,8 @@ TEST(PythonSite, SitecustomizeMovesTheFlightRecorderNamesDistrunSetForTorch28) {
       "      'TORCH_NCCL_DEBUG_INFO_TEMP_FILE', 'TORCH_FR_DUMP_TEMP_FILE', 'TORCH_NCCL_DUMP_ON_TIMEOUT')))\n";
   auto run = [&](const std::string& version, const std::vector<std::string>& extra) {
     dir.Write("torch-" + version + "/torch/__init__.py", "");
-    dir.Write("torch-" + version + "/torch/version.py", "__version__ = '" + version + "'\ngit_version = 'x'\n");
+    dir.Write("torch-" + version + "/torch/version.py",
+              "__version__ = '" + version + "'\ngit_version = 'x'\n");
     Result r = RunPython(site, {"-c", script}, (dir.path() / ("torch-" + version)).string(), extra);
     EXPECT_EQ(r.code, 0) << r.err;
     return r.out;
@@ -158,8 +161,8 @@ TEST(PythonSite, JaxsClusterModuleGetsDistrunsClusterFirstWhenItIsImported) {
   const std::vector<std::string> worker = {"JAX_COORDINATOR_ADDRESS=10.0.0.1:4321", "DISTRUN_NUM_PROCESSES=6",
                                            "DISTRUN_PROCESS_ID=4", "SLURM_JOB_ID=77"};
   // Nothing of JAX's or distrun's JAX module is loaded before the worker imports JAX.
-  Result idle = RunPython(site, {"-c", "import sys; print(sorted(m for m in sys.modules if 'jax' in m))"}, fake,
-                          worker);
+  Result idle = RunPython(site, {"-c", "import sys; print(sorted(m for m in sys.modules if 'jax' in m))"},
+                          fake, worker);
   EXPECT_EQ(idle.out, "[]\n") << idle.err;
 
   const std::string script =
@@ -181,11 +184,12 @@ TEST(PythonSite, JaxsClusterModuleGetsDistrunsClusterFirstWhenItIsImported) {
   // import distrun.jax too (the copy installed with the module): still one class of distrun's, first.
   dir.Write("module/distrun/__init__.py", "");
   std::filesystem::copy_file(dir.path() / "python/_distrun_jax.py", dir.path() / "module/distrun/jax.py");
-  Result both = RunPython(site,
-                          {"-c",
-                           "import distrun.jax\nfrom jax._src.clusters import ClusterEnv\n"
-                           "print([c.__name__ for c in ClusterEnv._cluster_types], distrun.jax.DistrunCluster.name)"},
-                          fake + ":" + (dir.path() / "module").string(), worker);
+  Result both =
+      RunPython(site,
+                {"-c",
+                 "import distrun.jax\nfrom jax._src.clusters import ClusterEnv\n"
+                 "print([c.__name__ for c in ClusterEnv._cluster_types], distrun.jax.DistrunCluster.name)"},
+                fake + ":" + (dir.path() / "module").string(), worker);
   EXPECT_EQ(both.out, "['DistrunCluster', 'SlurmCluster'] distrun\n") << both.err;
 
   // Outside a distrun worker (no plan), distrun's cluster is not present: JAX's own detection goes on.
@@ -201,8 +205,8 @@ TEST(PythonSite, Mpi4pyStopsAWorkerWhoseMpiWorldIsNotTheJobs) {
   TempDir dir;
   PythonSite site((dir.path() / "python").string());
   // No launcher here: MPI_Init makes a world of this process alone.
-  Result wrong = RunPython(site, {"-c", "from mpi4py import MPI\nprint('joined', MPI.COMM_WORLD.Get_size())"}, "",
-                           {"DISTRUN_NUM_PROCESSES=4", "DISTRUN_PROCESS_ID=2", "HOME=/tmp"});
+  Result wrong = RunPython(site, {"-c", "from mpi4py import MPI\nprint('joined', MPI.COMM_WORLD.Get_size())"},
+                           "", {"DISTRUN_NUM_PROCESSES=4", "DISTRUN_PROCESS_ID=2", "HOME=/tmp"});
   EXPECT_NE(wrong.code, 0);
   EXPECT_EQ(wrong.out, "");
   EXPECT_TRUE(Contains(wrong.err,
@@ -211,13 +215,14 @@ TEST(PythonSite, Mpi4pyStopsAWorkerWhoseMpiWorldIsNotTheJobs) {
       << wrong.err;
   // Code that uses MPI only when it can goes on without it.
   Result optional = RunPython(
-      site, {"-c", "try:\n    from mpi4py import MPI\nexcept ImportError:\n    MPI = None\nprint('mpi', MPI)"}, "",
+      site,
+      {"-c", "try:\n    from mpi4py import MPI\nexcept ImportError:\n    MPI = None\nprint('mpi', MPI)"}, "",
       {"DISTRUN_NUM_PROCESSES=4", "DISTRUN_PROCESS_ID=2", "HOME=/tmp"});
   EXPECT_EQ(optional.code, 0) << optional.err;
   EXPECT_EQ(optional.out, "mpi None\n");
   // A world that is the job's (here: one worker) is left alone.
-  Result right = RunPython(site, {"-c", "from mpi4py import MPI\nprint('joined', MPI.COMM_WORLD.Get_size())"}, "",
-                           {"DISTRUN_NUM_PROCESSES=1", "DISTRUN_PROCESS_ID=0", "HOME=/tmp"});
+  Result right = RunPython(site, {"-c", "from mpi4py import MPI\nprint('joined', MPI.COMM_WORLD.Get_size())"},
+                           "", {"DISTRUN_NUM_PROCESSES=1", "DISTRUN_PROCESS_ID=0", "HOME=/tmp"});
   EXPECT_EQ(right.code, 0) << right.err;
   EXPECT_EQ(right.out, "joined 1\n");
 }

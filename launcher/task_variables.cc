@@ -16,18 +16,26 @@ constexpr std::array<std::string_view, 11> kMpiPrefixes = {
     "OMPI_MCA_orte_",    // Open MPI 4's daemon URIs and job facts
     "OMPI_MCA_ess",      // Open MPI's choice of the launcher component and the job id/vpid it knows
     "OMPI_MCA_pmix",
-    "PALS_",             // Cray PALS
-    "MV2_COMM_WORLD_",   // MVAPICH2
-    "MVP_COMM_WORLD_",   // MVAPICH 3
-    "HYDI_",             // MPICH Hydra's control descriptor
-    "PRTE_",             // PRRTE (Open MPI 5's launcher)
+    "PALS_",            // Cray PALS
+    "MV2_COMM_WORLD_",  // MVAPICH2
+    "MVP_COMM_WORLD_",  // MVAPICH 3
+    "HYDI_",            // MPICH Hydra's control descriptor
+    "PRTE_",            // PRRTE (Open MPI 5's launcher)
 };
 constexpr std::array<std::string_view, 11> kMpiNames = {
-    "OMPI_UNIVERSE_SIZE", "OMPI_NUM_APP_CTX", "OMPI_FIRST_RANKS", "OMPI_APP_CTX_NUM_PROCS", "OMPI_FILE_LOCATION",
-    "OMPI_COMMAND",       "OMPI_ARGV",        "MPI_LOCALRANKID",  "MPI_LOCALNRANKS",
+    "OMPI_UNIVERSE_SIZE",
+    "OMPI_NUM_APP_CTX",
+    "OMPI_FIRST_RANKS",
+    "OMPI_APP_CTX_NUM_PROCS",
+    "OMPI_FILE_LOCATION",
+    "OMPI_COMMAND",
+    "OMPI_ARGV",
+    "MPI_LOCALRANKID",
+    "MPI_LOCALNRANKS",
     // Open MPI takes a process with a Slurm step id (and SLURM_NODELIST) for a task srun started, and then
     // aborts without the step's PMIx; the worker is no task of the step. The job's id and nodes stay.
-    "SLURM_STEP_ID", "SLURM_STEPID",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
 };
 // The user's tuning of PMIx components, not the launcher's job.
 constexpr std::string_view kKeptPrefix = "PMIX_MCA_";

@@ -168,20 +168,22 @@ TEST(TaskVariables, SchedulersOtherThanSlurmAreRewrittenWhereTheyAreSet) {
 TEST(TaskVariables, AWorkstationGainsNoSlurmVariables) {
   Topology t;
   t.method = "local";
-  TaskVariableChanges c = TaskVariablesFor(MakeEnv({{"HOME", "/root"}}), t, 4, WorkerPlace{1, 4, 1, 4, 0, 1, 0});
+  TaskVariableChanges c =
+      TaskVariablesFor(MakeEnv({{"HOME", "/root"}}), t, 4, WorkerPlace{1, 4, 1, 4, 0, 1, 0});
   EXPECT_THAT(c.set, IsEmpty());
   EXPECT_THAT(c.unset, IsEmpty());
 }
 
 TEST(TaskVariables, TheMpiVariablesAreTheLaunchersNotTheUsersTuning) {
   for (const char* name : {"PMIX_RANK", "PMIX_SERVER_URI41", "PMI_FD", "PMI_PORT", "OMPI_COMM_WORLD_RANK",
-                           "OMPI_MCA_orte_hnp_uri", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_pmix", "MPI_LOCALRANKID",
-                           "PALS_RANKID", "MV2_COMM_WORLD_RANK", "PRTE_LAUNCHED", "OMPI_UNIVERSE_SIZE",
-                           "HYDI_CONTROL_FD", "SLURM_STEP_ID", "SLURM_STEPID"}) {
+                           "OMPI_MCA_orte_hnp_uri", "OMPI_MCA_ess_base_jobid", "OMPI_MCA_pmix",
+                           "MPI_LOCALRANKID", "PALS_RANKID", "MV2_COMM_WORLD_RANK", "PRTE_LAUNCHED",
+                           "OMPI_UNIVERSE_SIZE", "HYDI_CONTROL_FD", "SLURM_STEP_ID", "SLURM_STEPID"}) {
     EXPECT_TRUE(IsMpiLauncherVariable(name)) << name;
   }
-  for (const char* name : {"PMIX_MCA_gds", "OMPI_MCA_btl", "OMPI_MCA_pml_ucx_tls", "I_MPI_FABRICS",
-                           "MPIR_CVAR_CH4_NETMOD", "SLURM_MPI_TYPE", "UCX_TLS", "SLURM_JOB_ID", "SLURM_NODELIST"}) {
+  for (const char* name :
+       {"PMIX_MCA_gds", "OMPI_MCA_btl", "OMPI_MCA_pml_ucx_tls", "I_MPI_FABRICS", "MPIR_CVAR_CH4_NETMOD",
+        "SLURM_MPI_TYPE", "UCX_TLS", "SLURM_JOB_ID", "SLURM_NODELIST"}) {
     EXPECT_FALSE(IsMpiLauncherVariable(name)) << name;
   }
 }
