@@ -50,6 +50,15 @@ std::string DerivedToken(const Plan& plan) {
 
 }  // namespace
 
+std::string MungeSocketOptionSource(const Options& options) {
+  auto it = options.effective.find("munge-socket");
+  if (it == options.effective.end()) return "--munge-socket";
+  const std::string source = OptionSourceName(it->second.source);
+  if (source == "env") return "DISTRUN_MUNGE_SOCKET";
+  if (source == "config") return "munge_socket in the config file";
+  return "--munge-socket";
+}
+
 std::string RandomHex(size_t digits) {
   std::random_device rd;
   std::uniform_int_distribution<unsigned> nibble(0, 15);
@@ -90,8 +99,10 @@ JobProtection ResolveProtection(const Plan& plan, const Options& options, const 
     return p;
   }
   if (options.munge != MungeUse::kOff) {
+    p.munge_socket = ChooseMungeSocket(options.munge_socket, MungeSocketOptionSource(options),
+                                       env.GetOr("SLURM_CONF", ""), env.root);
     std::string why;
-    std::shared_ptr<MungeCredentials> munge = MungeCredentials::Load(options.munge_socket.value_or(""), &why);
+    std::shared_ptr<MungeCredentials> munge = MungeCredentials::Load(p.munge_socket.path, &why);
     if (munge && munge->Probe(&why)) {
       p.munge = std::move(munge);
     } else {
@@ -99,8 +110,8 @@ JobProtection ResolveProtection(const Plan& plan, const Options& options, const 
     }
   }
   if (options.munge == MungeUse::kRequire && !p.munge) {
-    throw UsageError("--munge require, but " + p.munge_problem +
-                     "; start munged, name its socket with --munge-socket, or use --munge auto");
+    throw UsageError("--munge require, but " + p.munge_problem + " (socket: " + p.munge_socket.Describe() +
+                     "); start munged, name its socket with --munge-socket, or use --munge auto");
   }
   // A token made up here (derived from the job's identity, or an arrival's own) protects nothing: munge
   // replaces it, and the workers' comes from node 0 (another node's is replaced at rendezvous).
@@ -122,12 +133,14 @@ std::string JobProtection::Describe() const {
       return std::string(
                  "munge: node 0 admits agents of its own user only and hands the workers its "
                  "token") +
-             (token.made_up ? "" : "; and the job token");
+             (token.made_up ? "" : "; and the job token") + "; munged at " + munge_socket.Describe();
     case Kind::kToken:
       return "the job token (DISTRUN_TOKEN, --token-file or the launcher's)";
     case Kind::kNone:
-      return "none: no job token" + (munge_problem.empty() ? std::string(" and munge is off")
-                                                           : ", and munge does not work: " + munge_problem);
+      return "none: no job token" + (munge_problem.empty()
+                                         ? std::string(" and munge is off")
+                                         : ", and munge does not work: " + munge_problem +
+                                               " (socket: " + munge_socket.Describe() + ")");
   }
   return {};
 }

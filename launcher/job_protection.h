@@ -15,6 +15,7 @@
 #include "launcher/options.h"
 #include "launcher/plan.h"
 #include "runtime/munge_credentials.h"
+#include "runtime/munge_socket.h"
 
 namespace distrun {
 
@@ -36,6 +37,10 @@ JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environ
 // Whether every distrun and worker of the job runs on this host (the runtime then listens on loopback).
 bool SingleHost(const Plan& plan);
 
+// Where options.munge_socket came from, as messages name it: --munge-socket, DISTRUN_MUNGE_SOCKET, the
+// config.
+std::string MungeSocketOptionSource(const Options& options);
+
 // Digits of randomness for tokens.
 std::string RandomHex(size_t digits);
 
@@ -50,6 +55,7 @@ struct JobProtection {
   // the agents'.
   std::shared_ptr<const MungeCredentials> munge;
   std::string munge_problem;  // why munge is not in force, where it was tried
+  MungeSocket munge_socket;   // munged's socket, where munge was tried
 
   // One line for --detect and the startup log: which protection is in force.
   std::string Describe() const;

@@ -144,7 +144,29 @@ TEST_F(JobProtectionTest, WithoutATokenMungeProtectsAMultiHostJobAndNodeZeroMake
   EXPECT_TRUE(p.token.insecure);
   EXPECT_EQ(p.worker_token.size(), 32u);
   EXPECT_NE(p.worker_token, p.token.value);  // the derived token is no secret: never the workers'
-  EXPECT_EQ(p.Describe(), "munge: node 0 admits agents of its own user only and hands the workers its token");
+  EXPECT_EQ(p.Describe(),
+            "munge: node 0 admits agents of its own user only and hands the workers its token; "
+            "munged at " +
+                daemon.socket() + " (--munge-socket)");
+}
+
+// Without --munge-socket, the socket Slurm's configuration names (a cluster that runs munged elsewhere).
+TEST_F(JobProtectionTest, MungedsSocketFromSlurmsConfiguration) {
+  if (!daemon.problem().empty()) GTEST_SKIP() << daemon.problem();
+  testing::TempRoot root;
+  root.Write("lab/slurm.conf", "AuthType=auth/munge\nAuthInfo=socket=" + daemon.socket() + "\n");
+  Environment env = MakeEnv({{"SLURM_CONF", (root.path() / "lab/slurm.conf").string()}});
+  JobProtection p = ResolveProtection(HostsJob(3), WithSocket(MungeUse::kAuto, ""), env);
+  EXPECT_EQ(p.kind, JobProtection::Kind::kMunge);
+  EXPECT_EQ(p.munge_socket.source, "AuthInfo in " + (root.path() / "lab/slurm.conf").string());
+  EXPECT_EQ(p.munge_socket.warning, "");
+  // An unreadable slurm.conf: libmunge's default socket (no munged there), said in one line.
+  Environment bad = MakeEnv({{"SLURM_CONF", "/nonexistent/slurm.conf"}});
+  JobProtection q = ResolveProtection(HostsJob(3), WithSocket(MungeUse::kAuto, ""), bad);
+  EXPECT_EQ(q.munge_socket.warning,
+            "the munge socket in Slurm's configuration is unknown: cannot read "
+            "/nonexistent/slurm.conf; using libmunge's default socket");
+  EXPECT_EQ(q.kind, JobProtection::Kind::kNone);
 }
 
 TEST_F(JobProtectionTest, AnArrivalWithoutTheJobsTokenProvesItsUserWithMunge) {

@@ -386,7 +386,10 @@ const std::vector<OptionSpec> kTable = {
        else
          Bad(where, v, "use auto, off or require");
      }},
-    {"munge-socket", "PATH", "munged's socket (default: libmunge's, /run/munge/munge.socket.2)", nullptr,
+    {"munge-socket", "PATH",
+     "munged's socket (default: AuthInfo=socket= of Slurm's configuration, else libmunge's "
+     "/run/munge/munge.socket.2)",
+     nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
        if (v.empty()) Bad(where, v, "give the path of munged's socket");
        o.munge_socket = v;

@@ -78,6 +78,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
       fresh_master_port_(options.elastic && !plan.topology.master_port),
       fresh_jax_port_(options.elastic && !options.jax_coordinator_port && !plan.topology.jax_port) {
   protection_ = ResolveProtection(plan, options, env);
+  if (!protection_.munge_socket.warning.empty()) log_->warn("{}", protection_.munge_socket.warning);
   const JobToken& token = protection_.token;
   token_ = protection_.worker_token;
   if (options.join) {

@@ -13,7 +13,7 @@
 
 namespace distrun {
 
-GrpcClientConfig Client::Config(const ClientOptions& options) {
+GrpcClientConfig Client::Config(const ClientOptions& options, ClientAuth* auth) {
   if (options.coordinator_address.empty()) {
     throw UsageError(
         "no coordinator address; workers started by distrun find it in DISTRUN_COORDINATOR_ADDRESS");
@@ -24,13 +24,19 @@ GrpcClientConfig Client::Config(const ClientOptions& options) {
   }
   GrpcClientConfig c;
   c.address = options.coordinator_address;
-  c.token = options.token;
   c.call_timeout = options.call_timeout;
   c.epoch = options.epoch;
+  *auth = SetClientAuth(options.token, options.munge_socket, &c);
   return c;
 }
 
-Client::Client(ClientOptions options) : options_(std::move(options)), grpc_(Config(options_)) {}
+Client::Client(ClientOptions options) : options_(std::move(options)), grpc_(Config(options_, &auth_)) {}
+
+Status Client::Said(Status s) const {
+  if (s.code == StatusCode::kUnauthenticated)
+    s.message = RefusalMessage(auth_, options_.coordinator_address, s.message);
+  return s;
+}
 
 }  // namespace distrun
 
@@ -124,6 +130,15 @@ distrun_client* distrun_client_open(const char* coordinator_address, const char*
   o.coordinator_address = coordinator_address ? coordinator_address : "";
   o.token = token ? token : "";
   o.process_id = process_id;
+  if (o.token.empty()) {
+    // Outside the job: the user's munge credential, from munged where `distrun status` would ask it.
+    auto get = [](const char* name) {
+      const char* v = std::getenv(name);
+      return std::string(v ? v : "");
+    };
+    o.munge_socket =
+        distrun::ChooseMungeSocket(get("DISTRUN_MUNGE_SOCKET"), "DISTRUN_MUNGE_SOCKET", get("SLURM_CONF"));
+  }
   return Open(std::move(o), call_timeout_ms, error, error_len);
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/client.h"
 #include "runtime/grpc_client.h"
 #include "runtime/grpc_server.h"
 #include "runtime/munge_test_daemon.h"
@@ -111,6 +112,30 @@ TEST_F(ClientCredentialTest, ReplayedOrForeignCredentialsAreRefusedAndLogged) {
   EXPECT_NE(s.message.find("not made for a command to this runtime"), std::string::npos) << s.message;
   EXPECT_NE(log.str().find("refused a KvSet call from 127.0.0.1:"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("munge credential refused"), std::string::npos) << log.str();
+}
+
+// The workers' client (the C API's, the Python module's) opened with an address and no token.
+TEST_F(ClientCredentialTest, TheWorkersClientWithoutATokenProvesItsUserWithMunge) {
+  Start(/*with_munge=*/true);
+  ClientOptions o;
+  o.coordinator_address = server->address();
+  o.munge_socket = {daemon.socket(), "DISTRUN_MUNGE_SOCKET", {}};
+  distrun::Client client(o);
+  EXPECT_TRUE(client.auth().munge) << client.auth().munge_problem;
+  ASSERT_TRUE(client.Set("k", "v").ok());
+  std::optional<std::string> value;
+  ASSERT_TRUE(client.TryGet("k", &value).ok());
+  EXPECT_EQ(value, "v");
+  // No munged where it looks: the refusal says what was tried, as `distrun kv` does.
+  o.munge_socket = {"/nonexistent/munge.socket", "DISTRUN_MUNGE_SOCKET", {}};
+  distrun::Client without(o);
+  Status s = without.Set("k", "w");
+  EXPECT_EQ(s.code, StatusCode::kUnauthenticated);
+  EXPECT_EQ(
+      s.message.find("the runtime at " + server->address() +
+                     " refused the job token; DISTRUN_TOKEN must be the job's (no munge credential either: "),
+      0u)
+      << s.message;
 }
 
 TEST_F(ClientCredentialTest, WithoutMungeProtectionOnlyTheTokenAdmits) {

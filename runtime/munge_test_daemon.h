@@ -88,9 +88,13 @@ class MungeTestDaemon {
 
   void Stop() {
     if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
+    // munged may miss a SIGTERM that arrives while it starts its threads (seen: its main thread stayed in
+    // accept); it is sent again every 100 ms, and after 5 s the daemon is killed.
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    for (int tick = 0; ::waitpid(pid_, &status, WNOHANG) == 0; ++tick) {
+      if (tick % 10 == 0) ::kill(pid_, tick < 50 ? SIGTERM : SIGKILL);
+      ::usleep(10'000);
+    }
     pid_ = -1;
   }
 

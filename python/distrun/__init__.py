@@ -281,7 +281,10 @@ class Client:
     """A client of the job's runtime.
 
     Client() reads DISTRUN_COORDINATOR_ADDRESS, DISTRUN_TOKEN and DISTRUN_PROCESS_ID as distrun sets them
-    for every worker; Client(address, token, process_id) takes them as arguments. `call_timeout` (seconds,
+    for every worker; Client(address, token, process_id) takes them as arguments. Without a token (outside
+    the job), each call carries a munge credential of this user, which a job protected by munge accepts from
+    its own user (munged at DISTRUN_MUNGE_SOCKET, else where Slurm's configuration says, else libmunge's
+    default); a refusal raises UnauthenticatedError saying so. `call_timeout` (seconds,
     default 30) bounds the calls that do not wait on other workers. Opening does not connect: the first
     call does. A client may be shared by threads (when several fail at once, a message may be another
     thread's; the exception's class is always the call's own). close() it, or use it in a `with`.

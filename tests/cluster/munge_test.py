@@ -15,8 +15,8 @@ import subprocess
 import unittest
 import uuid
 
-from cluster_harness import (DISTRUN, LAB, NODES, PYTHON, REPO, JobRuntimeCase, main, on_login_host, on_node,
-                             wait_for)
+from cluster_harness import (DISTRUN, LAB, NODES, PYTHON, REPO, SLURM_CONF, JobRuntimeCase, main, on_login_host,
+                             on_node, wait_for)
 
 TORCH_ALLREDUCE = os.path.join(REPO, "examples", "torch_allreduce.py")
 MUNGE_SOCKET = os.path.join(LAB, "munge", "munge.socket")
@@ -168,6 +168,18 @@ exit 1
         self.assertNotEqual(p.returncode, 0, self.read(f"{name}.err"))
         return self.read(f"{name}.err")
 
+    def python_module(self):
+        """The distrun Python package and its client library, where uid 4242 can read them."""
+        py = self.path("py")
+        shutil.copytree(os.path.join(REPO, "python", "distrun"), os.path.join(py, "distrun"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(os.path.join(os.path.dirname(DISTRUN), "lib", "libdistrun_client.so.0"), py)
+        for base, dirs, files in os.walk(self.dir):
+            os.chmod(base, 0o755)
+            for f in files:
+                os.chmod(os.path.join(base, f), 0o755)
+        return py
+
     def stranger_distrun(self):
         """distrun as uid 4242 can execute it: this build's, or a copy (with its sentinel) in the scratch
         directory when the build's directories are closed to other users."""
@@ -228,6 +240,30 @@ exec {PYTHON} {TORCH_ALLREDUCE}
             self.assertIn(f"/{world} ", line)
             self.assertIn(f"sum = {expected} (expected {expected}) OK", line)
 
+    def test_mungeds_socket_comes_from_slurms_configuration(self):
+        # No DISTRUN_MUNGE_SOCKET: the lab's munged is not at libmunge's default; slurm.conf says where.
+        env = self.env(DISTRUN_TOKEN=None)
+        r = self.srun(["-N2", "--ntasks-per-node=1", "--error", self.path("%t.err"), DISTRUN, "--", "true"], env=env,
+                      timeout=BOUND)
+        errors = self.errors(2)
+        self.assertEqual(r.returncode, 0, f"{r.stderr}\n{errors}")
+        self.assertIn(f"{PROTECTION}; munged at {MUNGE_SOCKET} (AuthInfo in {SLURM_CONF})", errors[0])
+        for text in errors.values():
+            self.assertNotIn(NO_TOKEN, text)
+        # --detect in such a step says where the socket came from.
+        d = self.srun(["-N2", "--ntasks-per-node=1", DISTRUN, "--detect"], env=env, timeout=BOUND)
+        self.assertEqual(d.returncode, 0, d.stderr)
+        self.assertIn(f"munged at {MUNGE_SOCKET} (AuthInfo in {SLURM_CONF})", d.stdout)
+        # A slurm.conf distrun cannot read never stops a job: one line, then as without it (no munged at
+        # libmunge's default socket here: the job runs unprotected, and says so).
+        bad = self.srun(["-N2", "--ntasks-per-node=1", "--error", self.path("bad-%t.err"), "env",
+                         "SLURM_CONF=/nonexistent/slurm.conf", DISTRUN, "--", "true"], env=env, timeout=BOUND)
+        said = self.read("bad-0.err")
+        self.assertEqual(bad.returncode, 0, bad.stderr + said)
+        self.assertIn("the munge socket in Slurm's configuration is unknown: cannot read /nonexistent/slurm.conf; "
+                      "using libmunge's default socket", said)
+        self.assertIn(NO_TOKEN, said)
+
     def test_an_agent_of_another_user_is_refused_and_the_job_goes_on(self):
         port = free_port()
         worker = self.held_worker()
@@ -273,6 +309,26 @@ exec {PYTHON} {TORCH_ALLREDUCE}
                       f"uid {STRANGER_UID}'s, not the job's user (uid 0))", bad.stderr)
         self.assertTrue(wait_for(lambda: "refused a Describe call from" in self.read("node0.err"), timeout=5),
                         self.read("node0.err"))
+        # The Python module's Client, given only the address, proves its user the same way.
+        py = self.python_module()
+        client = ("import distrun, os\n"
+                  "c = distrun.Client(os.environ['DISTRUN_COORDINATOR_ADDRESS'])\n"
+                  "try:\n"
+                  "    c.set('py-key', 'from python')\n"
+                  "    print('python', c.get('py-key', text=True))\n"
+                  "except distrun.UnauthenticatedError as e:\n"
+                  "    print('refused', e)\n")
+        py_env = dict(status_env, PYTHONPATH=py, DISTRUN_CLIENT_LIBRARY=os.path.join(py, "libdistrun_client.so.0"))
+        ok = subprocess.run(on_node(NODES[1], [PYTHON, "-c", client]), env=py_env, capture_output=True, text=True,
+                            timeout=30)
+        self.assertEqual((ok.returncode, ok.stdout), (0, "python from python\n"), ok.stderr)
+        bad = subprocess.run(on_node(NODES[1], [*AS_STRANGER, PYTHON, "-c", client]), env=py_env,
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(bad.returncode, 0, bad.stderr)
+        self.assertEqual(bad.stdout, f"refused the runtime at {NODES[0]}:{port} refused this user's munge credential "
+                                     f"(munge credential refused: the munge credential is uid {STRANGER_UID}'s, not "
+                                     "the job's user (uid 0)); a job protected by a token needs DISTRUN_TOKEN set to "
+                                     "it\n")
         with open(self.path("go"), "w"):
             pass
         codes = {name: self.finish(p, name) for name, p in
