@@ -33,8 +33,13 @@ GrpcClientConfig Client::Config(const ClientOptions& options, ClientAuth* auth) 
 Client::Client(ClientOptions options) : options_(std::move(options)), grpc_(Config(options_, &auth_)) {}
 
 Status Client::Said(Status s) const {
-  if (s.code == StatusCode::kUnauthenticated)
+  if (s.code != StatusCode::kUnauthenticated) return s;
+  if (!options_.token.empty()) {
+    s.message += " (DISTRUN_TOKEN, or the Client's token, must be the job's)";
+  } else {
+    // Without a token, as the command-line verbs say it: what was presented (munge) and what to do.
     s.message = RefusalMessage(auth_, options_.coordinator_address, s.message);
+  }
   return s;
 }
 

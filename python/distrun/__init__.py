@@ -370,8 +370,7 @@ class Client:
             cls = _ERRORS.get(Status(status), DistrunError)
         except ValueError:
             cls = DistrunError  # a status newer than this module
-        if cls is UnauthenticatedError:
-            message += " (DISTRUN_TOKEN, or the Client's token, must be the job's)"
+        # A refusal's message (UnauthenticatedError) already says what was presented and what to do.
         error = cls(message)
         if cls is DistrunError:
             error.status = status
