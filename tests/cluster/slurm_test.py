@@ -76,13 +76,22 @@ class SrunDetect(ClusterCase):
                              [NODES[task // 2], str(task), "4", str(task % 2), str(task // 2), "node1"])
 
     def test_without_a_token_the_job_runs_and_each_distrun_warns(self):
-        r = self.srun(["-N2", "--ntasks-per-node=1", "--output", self.path("%t.out"), "--error",
-                       self.path("%t.err"), DISTRUN, "--tag-output", "off", "--", "/bin/sh", "-c", 'echo "$RANK"'],
-                      env=self.env(DISTRUN_TOKEN=None))
-        self.assertEqual(r.returncode, 0, r.stderr)
-        for task in range(2):
-            self.assertEqual(self.read(f"{task}.out"), f"{task}\n")
-            self.assertIn("DISTRUN_TOKEN", self.read(f"{task}.err"))
+        # Without a token munge protects the job: the lab's munged, named by slurm.conf's AuthInfo. With munge
+        # off too, the job still runs and every distrun warns that nothing protects it.
+        for extra, protected in (([], True), (["--munge", "off"], False)):
+            r = self.srun(["-N2", "--ntasks-per-node=1", "--output", self.path("%t.out"), "--error",
+                           self.path("%t.err"), DISTRUN, "--tag-output", "off", *extra, "--", "/bin/sh", "-c",
+                           'echo "$RANK"'], env=self.env(DISTRUN_TOKEN=None))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for task in range(2):
+                self.assertEqual(self.read(f"{task}.out"), f"{task}\n")
+                err = self.read(f"{task}.err")
+                if protected:
+                    self.assertNotIn("no job token", err)
+                else:
+                    self.assertIn("DISTRUN_TOKEN", err)
+            if protected:
+                self.assertIn("protection: munge", self.read("0.err"))
 
 
 class Sbatch(ClusterCase):
