@@ -35,6 +35,8 @@ class Elastic(MultiNodeCase):
     def test_resize_goes_on_without_a_killed_node(self):
         nodes = self.start_nodes([1, 2, 1], WORKER, "--nnodes", "2:3")
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        # Node 1's two workers share its up file: wait until both have logged.
+        self.assertTrue(wait_for(lambda: len(self.log()) == 4, timeout=20), self.log())
         nodes[1].kill()  # SIGKILL: its sentinel ends its workers
         results = self.finish([nodes[0], nodes[2]])
         self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
