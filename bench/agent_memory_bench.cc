@@ -1,6 +1,6 @@
 // `distrun-bench agent-memory [--distrun PATH]`: resident memory of a process that only runs an Agent
-// (runtime/agent.h), connected to a coordinator in another process and joined; with --distrun, also of a
-// real `distrun --nproc-per-node 1 -- sleep 3` while its worker sleeps.
+// (runtime/agent/agent.h), connected to a coordinator in another process and joined; with --distrun, also of
+// a real `distrun --nproc-per-node 1 -- sleep 3` while its worker sleeps.
 //
 // RSS counts the shared libraries' pages the process touched (RssFile); those are shared with every other
 // process using the same libraries, so the process's own cost is closer to RssAnon, and PSS splits the
@@ -21,7 +21,7 @@
 #include "coordinator_process.h"
 #include "flags.h"
 #include "proc_stats.h"
-#include "runtime/agent.h"
+#include "runtime/agent/agent.h"
 
 namespace distrun::bench {
 namespace {

@@ -20,8 +20,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/grpc_server.h"
-#include "runtime/service.h"
+#include "runtime/service/service.h"
+#include "runtime/transport/grpc_server.h"
 
 extern char** environ;
 

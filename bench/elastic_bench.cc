@@ -16,7 +16,7 @@
 #include "flags.h"
 #include "framed_agents.h"
 #include "proc_stats.h"
-#include "runtime/agent.h"
+#include "runtime/agent/agent.h"
 
 namespace distrun::bench {
 namespace {
@@ -40,7 +40,7 @@ std::vector<Trial> RunAgents(int agents, int trials, int threads, int heartbeat_
   o.agents = agents;
   o.threads = threads;
   o.rejoin = true;
-  // Heartbeats at the pace distrun's agents keep for a job of this size (runtime/agent.h).
+  // Heartbeats at the pace distrun's agents keep for a job of this size (runtime/agent/agent.h).
   o.heartbeat_ms =
       static_cast<int>(HeartbeatInterval(std::chrono::milliseconds(heartbeat_timeout_ms), agents).count());
   FramedAgents sim(o);

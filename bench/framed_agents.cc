@@ -17,9 +17,9 @@
 #include <utility>
 
 #include "proc_stats.h"
-#include "runtime/agent_frames.h"
 #include "runtime/distrun.pb.h"
-#include "runtime/socket_output.h"
+#include "runtime/io/socket_output.h"
+#include "runtime/transport/agent_frames.h"
 
 namespace distrun::bench {
 namespace {

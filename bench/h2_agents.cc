@@ -20,8 +20,8 @@
 
 #include "proc_stats.h"
 #include "runtime/distrun.grpc.pb.h"
-#include "runtime/proto_convert.h"
-#include "runtime/socket_output.h"
+#include "runtime/io/socket_output.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun::bench {
 namespace {

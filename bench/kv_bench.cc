@@ -1,6 +1,6 @@
 // `distrun-bench kv --clients 64`: key-value operations per second with N concurrent workers over gRPC on
 // loopback. Each client is a process of its own (`distrun-bench kv-client`) using the workers' library
-// (runtime/client.h) with its own connection, as workers do; the service runs in its own process too.
+// (runtime/client/client.h) with its own connection, as workers do; the service runs in its own process too.
 // Three phases of --seconds each, all clients together: set (32-byte values, 16 keys per client), get
 // (KvGet of a key that exists) and add (one counter shared by every client, the usual TCPStore pattern).
 //
@@ -26,8 +26,8 @@
 #include "coordinator_process.h"
 #include "flags.h"
 #include "proc_stats.h"
-#include "runtime/client.h"
-#include "runtime/service.h"
+#include "runtime/client/client.h"
+#include "runtime/service/service.h"
 
 extern char** environ;
 

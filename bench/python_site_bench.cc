@@ -1,8 +1,9 @@
-// `distrun-bench python-site`: what distrun's Python site (launcher/python_site.h) adds to a Python worker's
-// start, and what its import hooks (JAX's cluster module, mpi4py, Horovod) add to it: `python3 -c pass` with
-// no site of distrun's, with its site without the import hooks, and with the whole site, alternated (whole
-// processes, through /usr/bin/env with a worker's variables); the time to import ~120 standard modules with
-// and without the hooks, measured inside the process; and the finder's own cost per import.
+// `distrun-bench python-site`: what distrun's Python site (launcher/supervise/python_site.h) adds to a Python
+// worker's start, and what its import hooks (JAX's cluster module, mpi4py, Horovod) add to it: `python3 -c
+// pass` with no site of distrun's, with its site without the import hooks, and with the whole site,
+// alternated (whole processes, through /usr/bin/env with a worker's variables); the time to import ~120
+// standard modules with and without the hooks, measured inside the process; and the finder's own cost per
+// import.
 
 #include <unistd.h>
 
@@ -14,8 +15,8 @@
 #include <vector>
 
 #include "flags.h"
-#include "launcher/python_site.h"
-#include "launcher/python_sources.h"
+#include "launcher/supervise/python_site.h"
+#include "launcher/supervise/python_sources.h"
 #include "process_timer.h"
 
 namespace distrun::bench {

@@ -2,15 +2,16 @@
 // service over gRPC on loopback, then pass one barrier.
 //
 // The service runs in a process of its own (coordinator_process.h), so its memory and CPU are measured
-// apart. The agents live in this process and do on the wire what runtime/agent.cc does: open the liveness
-// stream (token in the metadata, first message names the node and joins: 8 device tokens, one worker), and
-// then wait at barrier "bench" over every worker. They heartbeat as real agents of a job of that many nodes
-// do with distrun's default --heartbeat-timeout of 10 s (runtime/agent.h HeartbeatInterval: every 1 s up to
-// 2,000 nodes, 3.3 s at 10,000), or every --heartbeat-ms (0: never), and keep reading the stream's answers;
+// apart. The agents live in this process and do on the wire what runtime/agent/agent.cc does: open the
+// liveness stream (token in the metadata, first message names the node and joins: 8 device tokens, one
+// worker), and then wait at barrier "bench" over every worker. They heartbeat as real agents of a job of that
+// many nodes do with distrun's default --heartbeat-timeout of 10 s (runtime/agent/agent.h HeartbeatInterval:
+// every 1 s up to 2,000 nodes, 3.3 s at 10,000), or every --heartbeat-ms (0: never), and keep reading the
+// stream's answers;
 // --heartbeat-timeout-ms is the coordinator's. Three simulations (--client):
 // - framed (the default): the agent channel, as distrun's agents on other nodes speak it
-//   (runtime/agent_channel.h), on epoll loops (framed_agents.h): one connection per agent, the join in the
-//   first liveness message, the barrier as a call on the same connection.
+//   (runtime/transport/agent_channel.h), on epoll loops (framed_agents.h): one connection per agent, the join
+//   in the first liveness message, the barrier as a call on the same connection.
 // - raw: gRPC over HTTP/2 written by hand on epoll loops (h2_agents.h): ~80 us of CPU per agent with a
 //   connection each, nearly all of it the kernel's loopback TCP (~30 us at 10 agents per connection), so
 //   that the coordinator is what is measured. The join travels in the stream's first message, as Agent
@@ -23,8 +24,8 @@
 // Connections: a real agent is its own process with its own connection. Here each group of
 // --agents-per-connection agents shares one connection (grpc: one channel with a local subchannel pool, so
 // gRPC does not merge the channels; raw: one socket, each agent on streams of its own; framed: one socket,
-// each message naming its node); 1 is the real layout. Loopback allows about 28,000 connections to one port (the ephemeral port range) and each process
-// at most its descriptor limit, so larger runs must share.
+// each message naming its node); 1 is the real layout. Loopback allows about 28,000 connections to one port
+// (the ephemeral port range) and each process at most its descriptor limit, so larger runs must share.
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
@@ -50,7 +51,7 @@
 #include "framed_agents.h"
 #include "h2_agents.h"
 #include "proc_stats.h"
-#include "runtime/agent.h"
+#include "runtime/agent/agent.h"
 #include "runtime/distrun.grpc.pb.h"
 
 namespace distrun::bench {
@@ -111,7 +112,7 @@ class GrpcAgents {
     const int connections = (run.agents + run.per_connection - 1) / run.per_connection;
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);  // as GrpcClient does
     grpc::ChannelArguments args;
-    // As runtime/grpc_client.cc configures an agent's channel.
+    // As runtime/transport/grpc_client.cc configures an agent's channel.
     args.SetMaxReceiveMessageSize(4 << 20);
     args.SetMaxSendMessageSize(4 << 20);
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
@@ -490,7 +491,7 @@ int RendezvousBench(const Flags& flags) {
   run.per_connection = static_cast<int>(flags.Int("agents-per-connection", 1));
   run.threads = static_cast<int>(flags.Int("threads", 2));
   // By default what distrun does: its default --heartbeat-timeout (10 s), and the agents' interval for a
-  // job of that many nodes (runtime/agent.h), set per run below.
+  // job of that many nodes (runtime/agent/agent.h), set per run below.
   run.heartbeat_ms = static_cast<int>(flags.Int("heartbeat-ms", -1));
   run.hold_s = static_cast<int>(flags.Int("hold-s", 0));
   run.perf_file = flags.Get("perf", "");
@@ -500,8 +501,10 @@ int RendezvousBench(const Flags& flags) {
     throw std::invalid_argument("--agents-per-connection and --threads must be positive");
   }
   if (run.client != "framed" && run.client != "raw" && run.client != "grpc") {
-    throw std::invalid_argument("--client is framed (the agent channel, the default), raw (hand-written "
-                                "HTTP/2) or grpc, not '" + run.client + "'");
+    throw std::invalid_argument(
+        "--client is framed (the agent channel, the default), raw (hand-written "
+        "HTTP/2) or grpc, not '" +
+        run.client + "'");
   }
   std::vector<int> counts;
   std::stringstream list(flags.Get("agents", "10000"));

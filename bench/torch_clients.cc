@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "proc_stats.h"
-#include "runtime/socket_output.h"
+#include "runtime/io/socket_output.h"
 
 namespace distrun::bench {
 namespace {

@@ -25,7 +25,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store/torch_store_codec.h"
 #include "sim_agents.h"
 
 namespace distrun::bench {

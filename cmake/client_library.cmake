@@ -39,8 +39,9 @@ set_target_properties(distrun_client_shared PROPERTIES
   LINK_DEPENDS ${DISTRUN_CLIENT_MAP}
   LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
 
+list(TRANSFORM DISTRUN_RUNTIME_ROOMS REPLACE "(.+)" "$<TARGET_OBJECTS:\\1>" OUTPUT_VARIABLE _runtime_objects)
 add_library(distrun_client_static STATIC $<TARGET_OBJECTS:distrun_client_objects>
-  $<TARGET_OBJECTS:distrun_runtime> $<TARGET_OBJECTS:distrun_proto>)
+  ${_runtime_objects} $<TARGET_OBJECTS:distrun_proto>)
 # For an archive these are link-only dependencies of its users. Installed, gRPC comes from its own CMake
 # package (distrunConfig.cmake): resolving grpc++.pc's hundred abseil modules takes pkg-config seconds.
 target_link_libraries(distrun_client_static PRIVATE
@@ -93,7 +94,7 @@ if(_absl AND _protobuf)
     INCLUDE_DIRECTORIES ${_protobuf}/src)
 
   add_library(distrun_client_wheel SHARED $<TARGET_OBJECTS:distrun_client_objects>
-    $<TARGET_OBJECTS:distrun_wheel_pic> ${PROJECT_SOURCE_DIR}/runtime/wheel/grpc_without_xds.cc)
+    $<TARGET_OBJECTS:distrun_wheel_pic> ${PROJECT_SOURCE_DIR}/runtime/client/wheel/grpc_without_xds.cc)
   target_link_libraries(distrun_client_wheel PRIVATE distrun_runtime)
   target_link_options(distrun_client_wheel PRIVATE -Wl,--version-script=${DISTRUN_CLIENT_MAP} -Wl,--as-needed
     -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,--gc-sections -static-libstdc++ -static-libgcc)

@@ -3,7 +3,7 @@
 # or the first word that is not an option, the worker command.
 # Installed as share/bash-completion/completions/distrun; it also works when sourced on its own.
 
-# Keep in step with the option table (launcher/options.cc, command_line.cc) and the verbs;
+# Keep in step with the option table (launcher/config/options.cc, command_line.cc) and the verbs;
 # tests/integration/completion_test.py checks these lists against `distrun --help`, `distrun kv --help` and
 # `distrun check --help`.
 _distrun_flags="-h --help --detect --dry-run --version -v --verbose"

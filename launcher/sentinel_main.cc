@@ -1,12 +1,13 @@
-// distrun-sentinel FD SINCE: the sentinel (launcher/sentinel.h) as a program of its own, which distrun starts
-// with posix_spawn rather than forking itself: a fork of distrun copies its page tables and makes distrun
-// take copy-on-write faults while its workers start (≈1.5 ms of every launch on a 2-core machine).
+// distrun-sentinel FD SINCE: the sentinel (launcher/supervise/sentinel.h) as a program of its own, which
+// distrun starts with posix_spawn rather than forking itself: a fork of distrun copies its page tables and
+// makes distrun take copy-on-write faults while its workers start (≈1.5 ms of every launch on a 2-core
+// machine).
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "launcher/sentinel.h"
+#include "launcher/supervise/sentinel.h"
 
 int main(int argc, char** argv) {
   char* end = nullptr;

@@ -1,4 +1,4 @@
-#include "launcher/check_command.h"
+#include "launcher/commands/check_command.h"
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
-#include "launcher/command_auth.h"
+#include "launcher/commands/command_auth.h"
 
 #include <optional>
 
-#include "runtime/munge_socket.h"
+#include "runtime/auth/munge_socket.h"
 
 namespace distrun {
 

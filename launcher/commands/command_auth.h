@@ -2,14 +2,14 @@
 // How a user's command proves itself to a job's runtime (`distrun status`, `stacks`, `kv`): the job token
 // where DISTRUN_TOKEN is set (every worker has it), else a munge credential per call from munged at
 // DISTRUN_MUNGE_SOCKET, else at the socket Slurm's configuration names, else at libmunge's default
-// (runtime/client_auth.h, runtime/munge_socket.h).
+// (runtime/client/client_auth.h, runtime/auth/munge_socket.h).
 
 #include <functional>
 #include <map>
 #include <string>
 
-#include "runtime/client_auth.h"
-#include "runtime/grpc_client.h"
+#include "runtime/client/client_auth.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 

@@ -1,11 +1,11 @@
-#include "launcher/command_auth.h"
+#include "launcher/commands/command_auth.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "runtime/munge_test_daemon.h"
+#include "runtime/auth/munge_test_daemon.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/kv_command.h"
+#include "launcher/commands/kv_command.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,9 +7,9 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
-#include "launcher/command_auth.h"
-#include "launcher/options.h"
-#include "runtime/grpc_client.h"
+#include "launcher/commands/command_auth.h"
+#include "launcher/config/options.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/watch_commands.h"
+#include "launcher/commands/watch_commands.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,12 +9,12 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
-#include "launcher/command_auth.h"
-#include "launcher/options.h"
-#include "launcher/stacks_view.h"
-#include "runtime/grpc_client.h"
-#include "runtime/message_text.h"
-#include "runtime/progress_board.h"
+#include "launcher/commands/command_auth.h"
+#include "launcher/config/options.h"
+#include "launcher/report/stacks_view.h"
+#include "runtime/progress/progress_board.h"
+#include "runtime/service/message_text.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/command_line.h"
+#include "launcher/config/command_line.h"
 
 #include <CLI/CLI.hpp>
 #include <memory>

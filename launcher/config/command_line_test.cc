@@ -1,4 +1,4 @@
-#include "launcher/command_line.h"
+#include "launcher/config/command_line.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "detect/errors.h"
-#include "launcher/options.h"
+#include "launcher/config/options.h"
 
 namespace distrun {
 namespace {

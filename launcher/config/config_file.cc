@@ -1,4 +1,4 @@
-#include "launcher/config_file.h"
+#include "launcher/config/config_file.h"
 
 #include <yaml-cpp/yaml.h>
 

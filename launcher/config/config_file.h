@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/options.h"
+#include "launcher/config/options.h"
 
 namespace distrun {
 

@@ -1,4 +1,4 @@
-#include "launcher/config_file.h"
+#include "launcher/config/config_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "detect/errors.h"
-#include "launcher/options.h"
+#include "launcher/config/options.h"
 
 namespace distrun {
 namespace {

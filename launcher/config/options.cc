@@ -1,4 +1,4 @@
-#include "launcher/options.h"
+#include "launcher/config/options.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,8 +7,8 @@
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
-#include "launcher/output.h"
-#include "launcher/signal_names.h"
+#include "launcher/process/output.h"
+#include "launcher/process/signal_names.h"
 
 namespace distrun {
 namespace {

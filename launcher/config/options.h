@@ -9,7 +9,7 @@
 
 #include "detect/detection.h"
 #include "detect/topology.h"
-#include "runtime/membership.h"
+#include "runtime/service/membership.h"
 
 namespace distrun {
 
@@ -22,7 +22,7 @@ enum class CpuBind { kNone, kGpu, kNuma };
 // Who serves PyTorch's store (MASTER_ADDR:MASTER_PORT): node 0's distrun on its coordinator port (torch's
 // agent-store mode), or worker rank 0 (torch's own TCPStore server, bound by the worker).
 enum class TorchStoreHost { kDistrun, kRank0 };
-// Whether agents prove their user with munge (launcher/job_protection.h): where it works and no job token
+// Whether agents prove their user with munge (launcher/job/job_protection.h): where it works and no job token
 // was given (auto), never (off), or always, failing where munge does not work (require).
 enum class MungeUse { kAuto, kOff, kRequire };
 
@@ -62,7 +62,7 @@ struct Options {
   };
   std::map<std::string, Effective> effective;
 
-  // Supervision and output of launched workers (launcher/supervisor.h, launcher/output.h).
+  // Supervision and output of launched workers (launcher/supervise/supervisor.h, launcher/process/output.h).
   double grace_period_s = 30;        // SIGTERM → SIGKILL
   double timeout_s = 0;              // wall time of the job; 0: none
   std::vector<int> forward_signals;  // forwarded to workers without stopping the job
@@ -79,7 +79,7 @@ struct Options {
   double initialization_timeout_s = 300;                // how long rendezvous waits for every node
   std::optional<std::string> coordinator_bind_address;  // where node 0's service listens
 
-  // The hang watch (runtime/hang_watch.h): armed by the workers' progress reports.
+  // The hang watch (runtime/service/hang_watch.h): armed by the workers' progress reports.
   std::optional<double> hang_timeout_s;  // unset: learned from the step interval; 0: off
   double stall_warning_s = 300;          // without progress reports: warn after this much quiet; 0: never
 

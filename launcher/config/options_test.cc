@@ -1,4 +1,4 @@
-#include "launcher/options.h"
+#include "launcher/config/options.h"
 
 #include <gtest/gtest.h>
 

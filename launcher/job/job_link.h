@@ -1,7 +1,7 @@
 #pragma once
 // The supervisor's narrow view of the job beyond this node (DESIGN §4): rendezvous before each round of
 // workers, reports of this node's outcome, and the job's decisions (stop, restart, complete), announced on a
-// descriptor the supervisor's poll loop watches. launcher/runtime_link.h implements it over the runtime.
+// descriptor the supervisor's poll loop watches. launcher/job/runtime_link.h implements it over the runtime.
 
 #include <cstdint>
 #include <stdexcept>
@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "launcher/plan.h"
-#include "runtime/types.h"
+#include "launcher/plan/plan.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 
@@ -56,7 +56,8 @@ class JobLink {
   // node 0 heard it (bounded).
   virtual void Leave(int round, const std::string& reason) = 0;
 
-  // This node's progress (launcher/worker_watch.h), for the job's hang watch; called a few times a second.
+  // This node's progress (launcher/supervise/worker_watch.h), for the job's hang watch; called a few times a
+  // second.
   virtual void ReportProgress(const NodeProgress& progress) = 0;
   // The answer to a kStacks decision.
   virtual void SendStacks(const StacksReply& reply) = 0;

@@ -1,4 +1,4 @@
-#include "launcher/job_protection.h"
+#include "launcher/job/job_protection.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,8 +10,8 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
-#include "runtime/grpc_server.h"
-#include "runtime/token_check.h"
+#include "runtime/auth/token_check.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

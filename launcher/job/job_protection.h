@@ -2,7 +2,8 @@
 // What keeps strangers out of a job (DESIGN §4.4): who may join node 0's runtime as an agent, and the token
 // workers present to it. In order of preference:
 // - loopback: a single-host job's runtime listens on loopback only (and a fresh random token);
-// - munge: agents prove their user with a munge credential bound to the job (runtime/agent_identity.h) and
+// - munge: agents prove their user with a munge credential bound to the job (runtime/auth/agent_identity.h)
+// and
 //   node 0 admits only its own user's; it makes the workers' token and hands it to each admitted node;
 // - token: a job token the user or the launcher gave (DISTRUN_TOKEN, --token-file, the MPI probe's);
 // - none: a token derived from the job's identity, which anyone who knows the job can compute.
@@ -12,10 +13,10 @@
 #include <string>
 
 #include "detect/environment.h"
-#include "launcher/options.h"
-#include "launcher/plan.h"
-#include "runtime/munge_credentials.h"
-#include "runtime/munge_socket.h"
+#include "launcher/config/options.h"
+#include "launcher/plan/plan.h"
+#include "runtime/auth/munge_credentials.h"
+#include "runtime/auth/munge_socket.h"
 
 namespace distrun {
 

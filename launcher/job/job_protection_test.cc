@@ -1,11 +1,11 @@
-#include "launcher/job_protection.h"
+#include "launcher/job/job_protection.h"
 
 #include <gtest/gtest.h>
 
 #include "detect/errors.h"
 #include "detect/test_temp_root.h"
-#include "runtime/munge_test_daemon.h"
-#include "runtime/token_check.h"
+#include "runtime/auth/munge_test_daemon.h"
+#include "runtime/auth/token_check.h"
 #include "test_support.h"
 
 namespace distrun {

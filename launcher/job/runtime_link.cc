@@ -1,4 +1,4 @@
-#include "launcher/runtime_link.h"
+#include "launcher/job/runtime_link.h"
 
 #include <spdlog/logger.h>
 #include <unistd.h>
@@ -7,11 +7,11 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
-#include "launcher/stacks_view.h"
-#include "runtime/agent.h"
-#include "runtime/agent_identity.h"
-#include "runtime/grpc_server.h"
-#include "runtime/service.h"
+#include "launcher/report/stacks_view.h"
+#include "runtime/agent/agent.h"
+#include "runtime/auth/agent_identity.h"
+#include "runtime/service/service.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

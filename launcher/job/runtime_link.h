@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "detect/environment.h"
-#include "launcher/job_link.h"
-#include "launcher/job_protection.h"
-#include "launcher/options.h"
-#include "launcher/plan.h"
+#include "launcher/config/options.h"
+#include "launcher/job/job_link.h"
+#include "launcher/job/job_protection.h"
+#include "launcher/plan/plan.h"
 
 namespace spdlog {
 class logger;

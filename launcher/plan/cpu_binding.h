@@ -1,6 +1,7 @@
 #pragma once
 // --cpu-bind (DESIGN §3.2): the CPUs each worker is pinned to, from the PCI sysfs entries of its GPUs
-// intersected with the CPUs distrun itself may use; and the mask the spawned child applies before exec.
+// intersected with the CPUs distrun itself may use (the mask a spawned child applies:
+// launcher/process/cpu_set.h).
 
 #include <optional>
 #include <string>
@@ -9,15 +10,10 @@
 
 #include "detect/devices.h"
 #include "detect/environment.h"
-#include "launcher/options.h"
+#include "launcher/config/options.h"
+#include "launcher/process/cpu_set.h"
 
 namespace distrun {
-
-// The kernel's cpulist format, "0-3,8,10-11" (blanks and a trailing newline allowed; "" is no CPU), as
-// sorted, unique CPU numbers; nullopt for text that is not one.
-std::optional<std::vector<int>> ParseCpuList(std::string_view text);
-// Sorted CPUs back to "0-3,8,10-11".
-std::string FormatCpuList(const std::vector<int>& cpus);
 
 // The CPUs this process may run on, as sched_getaffinity reports them: Cpus_allowed_list in
 // /proc/self/status (the affinity mask, which taskset and Slurm's cpuset cgroup narrow) within
@@ -47,11 +43,5 @@ CpuBinding ComputeCpuBinding(const Environment& env, CpuBind mode,
 
 // "gpu", "numa" or "none".
 const char* CpuBindName(CpuBind mode);
-
-// The child's side. CpuMaskWords builds the kernel's affinity bitmap for `cpus` before fork (it
-// allocates); ApplyCpuMask installs it on the calling process with one system call, so it is safe
-// between fork and exec. It returns 0 or the errno of sched_setaffinity.
-std::vector<unsigned long> CpuMaskWords(const std::vector<int>& cpus);
-int ApplyCpuMask(const std::vector<unsigned long>& words);
 
 }  // namespace distrun

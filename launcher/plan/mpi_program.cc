@@ -1,11 +1,11 @@
-#include "launcher/mpi_program.h"
+#include "launcher/plan/mpi_program.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "detect/errors.h"
-#include "launcher/elf_needed.h"
-#include "launcher/spawn.h"
+#include "launcher/process/elf_needed.h"
+#include "launcher/process/spawn.h"
 
 namespace distrun {
 namespace {

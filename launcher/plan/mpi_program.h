@@ -1,15 +1,15 @@
 #pragma once
 // A native MPI program as the command of workers that are not MPI processes of their launcher's job (several
-// workers per distrun, or ranks an elastic epoch renumbered; launcher/task_variables.h takes the launcher's
-// MPI variables from them): its MPI_Init would make each worker a world of one process, a wrong world no
-// error reveals. distrun stops such a launch at its start, naming the program and the fix. (Python workers
-// are checked when they import mpi4py or start Horovod: launcher/python/sitecustomize.py.)
+// workers per distrun, or ranks an elastic epoch renumbered; launcher/plan/task_variables.h takes the
+// launcher's MPI variables from them): its MPI_Init would make each worker a world of one process, a wrong
+// world no error reveals. distrun stops such a launch at its start, naming the program and the fix. (Python
+// workers are checked when they import mpi4py or start Horovod: launcher/supervise/python/sitecustomize.py.)
 
 #include <string>
 #include <vector>
 
 #include "detect/environment.h"
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 namespace distrun {
 

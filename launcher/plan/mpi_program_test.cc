@@ -1,4 +1,4 @@
-#include "launcher/mpi_program.h"
+#include "launcher/plan/mpi_program.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "detect/errors.h"
-#include "launcher/elf_needed.h"
+#include "launcher/process/elf_needed.h"
 #include "test_support.h"
 
 namespace distrun {

@@ -1,4 +1,4 @@
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,8 +13,8 @@
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
-#include "launcher/cpu_binding.h"
-#include "launcher/task_variables.h"
+#include "launcher/plan/cpu_binding.h"
+#include "launcher/plan/task_variables.h"
 
 namespace distrun {
 namespace {
@@ -369,7 +369,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       // ignore the variables; what the user set stays.
       // The names every 2.x reads; torch 2.8 renamed them and warns on each rank for the old ones, so
       // DISTRUN_TORCH_RENAME lists those distrun set itself and distrun's sitecustomize.py moves them to
-      // the new names where the worker's torch is 2.8 or later (launcher/stack_collector.cc).
+      // the new names where the worker's torch is 2.8 or later (launcher/supervise/stack_collector.cc).
       std::string renamed;
       if (!env.Has("TORCH_NCCL_TRACE_BUFFER_SIZE") && !env.Has("TORCH_FR_BUFFER_SIZE")) {
         set("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000");

@@ -10,7 +10,7 @@
 #include "detect/devices.h"
 #include "detect/environment.h"
 #include "detect/topology.h"
-#include "launcher/options.h"
+#include "launcher/config/options.h"
 
 namespace distrun {
 
@@ -22,7 +22,8 @@ struct WorkerPlan {
   std::vector<int> cpus;                   // --cpu-bind: the CPUs it is pinned to; empty: not pinned
   // Exactly the variables distrun sets or changes for this worker, in a stable order.
   std::vector<std::pair<std::string, std::string>> env;
-  // Inherited variables the worker does not get (the launcher's MPI variables, launcher/task_variables.h).
+  // Inherited variables the worker does not get (the launcher's MPI variables,
+  // launcher/plan/task_variables.h).
   std::vector<std::string> unset;
   bool launcher_task = false;  // the worker is its launcher's task: its rank and world are the task's
 };

@@ -1,4 +1,4 @@
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -719,7 +719,7 @@ TEST(Plan, AnElasticSlurmStepIsToldAboutNoKill) {
 }
 
 // A per-node Slurm step: the workers see Slurm's task variables as a per-task step would set them, and none
-// of the PMIx variables that would make MPI_Init join as the distrun task (launcher/task_variables.h).
+// of the PMIx variables that would make MPI_Init join as the distrun task (launcher/plan/task_variables.h).
 TEST(Plan, WorkersOfAPerNodeStepSeeThePlanInSlurmsVariables) {
   Options o;
   o.nproc_per_node = "2";

@@ -1,4 +1,4 @@
-#include "launcher/task_variables.h"
+#include "launcher/plan/task_variables.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "launcher/task_variables.h"
+#include "launcher/plan/task_variables.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

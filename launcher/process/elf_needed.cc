@@ -1,4 +1,4 @@
-#include "launcher/elf_needed.h"
+#include "launcher/process/elf_needed.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <optional>
 
-#include "launcher/unique_fd.h"
+#include "launcher/process/unique_fd.h"
 
 namespace distrun {
 namespace {

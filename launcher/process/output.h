@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/unique_fd.h"
+#include "launcher/process/unique_fd.h"
 
 namespace spdlog {
 class logger;

@@ -1,4 +1,4 @@
-#include "launcher/output.h"
+#include "launcher/process/output.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

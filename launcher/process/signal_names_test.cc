@@ -1,4 +1,4 @@
-#include "launcher/signal_names.h"
+#include "launcher/process/signal_names.h"
 
 #include <gtest/gtest.h>
 

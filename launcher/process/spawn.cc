@@ -1,4 +1,4 @@
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "launcher/cpu_binding.h"
-#include "launcher/signal_names.h"
+#include "launcher/process/cpu_set.h"
+#include "launcher/process/signal_names.h"
 
 namespace distrun {
 namespace {

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/unique_fd.h"
+#include "launcher/process/unique_fd.h"
 
 namespace distrun {
 

@@ -1,4 +1,4 @@
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

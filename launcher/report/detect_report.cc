@@ -1,10 +1,10 @@
-#include "launcher/detect_report.h"
+#include "launcher/report/detect_report.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include "detect/parse.h"
-#include "launcher/cpu_binding.h"
+#include "launcher/plan/cpu_binding.h"
 
 namespace distrun {
 namespace {

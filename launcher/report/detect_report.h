@@ -4,9 +4,9 @@
 
 #include <string>
 
-#include "launcher/options.h"
-#include "launcher/plan.h"
-#include "launcher/report_value.h"
+#include "launcher/config/options.h"
+#include "launcher/plan/plan.h"
+#include "launcher/report/report_value.h"
 
 namespace distrun {
 

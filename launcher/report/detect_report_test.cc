@@ -1,4 +1,4 @@
-#include "launcher/detect_report.h"
+#include "launcher/report/detect_report.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/plan.h"
+#include "launcher/plan/plan.h"
 #include "test_support.h"
 
 namespace distrun {

@@ -1,4 +1,4 @@
-#include "launcher/report_value.h"
+#include "launcher/report/report_value.h"
 
 #include <cstdio>
 

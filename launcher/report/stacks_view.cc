@@ -1,4 +1,4 @@
-#include "launcher/stacks_view.h"
+#include "launcher/report/stacks_view.h"
 
 #include <fcntl.h>
 #include <unistd.h>

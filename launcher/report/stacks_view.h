@@ -1,6 +1,7 @@
 #pragma once
-// The picture of a job's stacks (DESIGN §4.2): what every node collected (launcher/worker_watch.h),
-// parsed and merged into one tree (diagnosis/), as one screen for the console and a full dump for a file.
+// The picture of a job's stacks (DESIGN §4.2): what every node collected
+// (launcher/supervise/worker_watch.h), parsed and merged into one tree (diagnosis/), as one screen for the
+// console and a full dump for a file.
 // Used by `distrun stacks` and by node 0 when the hang watch finds the job hung.
 
 #include <cstddef>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/types.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 

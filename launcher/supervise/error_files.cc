@@ -1,4 +1,4 @@
-#include "launcher/error_files.h"
+#include "launcher/supervise/error_files.h"
 
 #include <yaml-cpp/yaml.h>
 

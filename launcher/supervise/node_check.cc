@@ -1,4 +1,4 @@
-#include "launcher/node_check.h"
+#include "launcher/supervise/node_check.h"
 
 #include <signal.h>
 #include <spawn.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
 
 namespace distrun {
 namespace {

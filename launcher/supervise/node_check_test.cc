@@ -1,4 +1,4 @@
-#include "launcher/node_check.h"
+#include "launcher/supervise/node_check.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

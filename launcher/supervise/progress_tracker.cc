@@ -1,4 +1,4 @@
-#include "launcher/progress_tracker.h"
+#include "launcher/supervise/progress_tracker.h"
 
 #include <algorithm>
 

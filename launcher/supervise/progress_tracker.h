@@ -1,8 +1,8 @@
 #pragma once
 // This node's side of the hang watch (DESIGN §4.2): turns what the workers wrote on the progress board
-// (runtime/progress_board.h) and what distrun sees of them (CPU time, output) into the node's progress,
-// which the agent sends on the liveness stream. Fed by the supervisor's loop; no I/O of its own, so the
-// rules (step intervals, rates, quiet time) are tested with made-up samples.
+// (runtime/progress/progress_board.h) and what distrun sees of them (CPU time, output) into the node's
+// progress, which the agent sends on the liveness stream. Fed by the supervisor's loop; no I/O of its own, so
+// the rules (step intervals, rates, quiet time) are tested with made-up samples.
 
 #include <sys/types.h>
 
@@ -12,8 +12,8 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/progress_board.h"
-#include "runtime/types.h"
+#include "runtime/progress/progress_board.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 

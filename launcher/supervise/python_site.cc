@@ -1,4 +1,4 @@
-#include "launcher/python_site.h"
+#include "launcher/supervise/python_site.h"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "launcher/python_sources.h"
+#include "launcher/supervise/python_sources.h"
 
 namespace distrun {
 namespace {

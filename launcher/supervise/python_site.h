@@ -2,8 +2,8 @@
 // The Python distrun adds to every Python worker (DESIGN §4.2, §4.6): a sitecustomize.py, which Python runs
 // at start-up from the first directory of PYTHONPATH that has one, and the modules it loads, written into a
 // private directory that goes first on the workers' PYTHONPATH. It registers the stack dump (with
-// DISTRUN_STACKS_DIR, launcher/stack_collector.h), renames torch's Flight Recorder variables, hooks the
-// import of frameworks that detect their world themselves (JAX, mpi4py), then runs the sitecustomize it
+// DISTRUN_STACKS_DIR, launcher/supervise/stack_collector.h), renames torch's Flight Recorder variables, hooks
+// the import of frameworks that detect their world themselves (JAX, mpi4py), then runs the sitecustomize it
 // shadows. Python started with -S or -I runs none of it.
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "launcher/python_site.h"
+#include "launcher/supervise/python_site.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "detect/test_temp_root.h"
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
 
 namespace distrun {
 namespace {

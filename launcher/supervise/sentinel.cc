@@ -1,4 +1,4 @@
-#include "launcher/sentinel.h"
+#include "launcher/supervise/sentinel.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
 
 namespace distrun {
 namespace {

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "launcher/unique_fd.h"
+#include "launcher/process/unique_fd.h"
 
 namespace distrun {
 

@@ -1,4 +1,4 @@
-#include "launcher/sentinel.h"
+#include "launcher/supervise/sentinel.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "launcher/stack_collector.h"
+#include "launcher/supervise/stack_collector.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,8 +17,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "launcher/signal_names.h"
-#include "launcher/spawn.h"
+#include "launcher/process/signal_names.h"
+#include "launcher/process/spawn.h"
 
 namespace distrun {
 namespace {

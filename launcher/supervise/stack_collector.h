@@ -1,10 +1,10 @@
 #pragma once
 // The current stacks of this node's workers, taken without stopping the job, to diagnose a hung one.
 //
-// Python workers dump their own stacks: distrun's sitecustomize.py (launcher/python_site.h), first on every
-// worker's PYTHONPATH, registers faulthandler for a signal of distrun's, writing to a file per process in a
-// private directory; Collect sends that signal and reads what the handler wrote. The handler is C code
-// run from the signal, so it answers even when the interpreter is deadlocked holding the GIL. Other
+// Python workers dump their own stacks: distrun's sitecustomize.py (launcher/supervise/python_site.h), first
+// on every worker's PYTHONPATH, registers faulthandler for a signal of distrun's, writing to a file per
+// process in a private directory; Collect sends that signal and reads what the handler wrote. The handler is
+// C code run from the signal, so it answers even when the interpreter is deadlocked holding the GIL. Other
 // workers (native programs, Python started with -I or -S) are read with gdb, which attaches for a moment
 // (ptrace; about 0.2 s) and detaches when it exits.
 

@@ -1,4 +1,4 @@
-#include "launcher/stack_collector.h"
+#include "launcher/supervise/stack_collector.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "launcher/python_site.h"
-#include "launcher/spawn.h"
+#include "launcher/process/spawn.h"
+#include "launcher/supervise/python_site.h"
 
 namespace distrun {
 namespace {

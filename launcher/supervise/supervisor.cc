@@ -1,4 +1,4 @@
-#include "launcher/supervisor.h"
+#include "launcher/supervise/supervisor.h"
 
 #include <spdlog/logger.h>
 #include <sys/prctl.h>
@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <map>
 
-#include "launcher/node_check.h"
-#include "launcher/signal_names.h"
+#include "launcher/process/signal_names.h"
+#include "launcher/supervise/node_check.h"
 
 namespace distrun {
 namespace {

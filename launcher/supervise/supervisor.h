@@ -3,11 +3,11 @@
 // output pipes, a signalfd and the timers (grace period, --timeout), until the job ends. Then every process
 // the job started is gone: workers run in their own process groups with PR_SET_PDEATHSIG, distrun is a
 // child subreaper that kills and reaps orphaned descendants at teardown, and a sentinel process covers a
-// distrun killed with SIGKILL (launcher/sentinel.h).
+// distrun killed with SIGKILL (launcher/supervise/sentinel.h).
 //
-// With a job link (launcher/job_link.h) the job spans nodes: each round of workers starts after rendezvous,
-// a failure anywhere stops (or restarts) the workers everywhere, and distrun exits once the job has ended on
-// every node.
+// With a job link (launcher/job/job_link.h) the job spans nodes: each round of workers starts after
+// rendezvous, a failure anywhere stops (or restarts) the workers everywhere, and distrun exits once the job
+// has ended on every node.
 //
 // Exit codes: 0 when every worker exits 0; else the root cause's (the first worker to fail: its exit code,
 // or 128 + N for signal N); 128 + N when distrun gets SIGINT, SIGTERM or SIGHUP; 124 for --timeout;
@@ -27,15 +27,15 @@
 #include <vector>
 
 #include "detect/environment.h"
-#include "launcher/error_files.h"
-#include "launcher/job_link.h"
-#include "launcher/options.h"
-#include "launcher/output.h"
-#include "launcher/plan.h"
-#include "launcher/sentinel.h"
-#include "launcher/spawn.h"
-#include "launcher/unique_fd.h"
-#include "launcher/worker_watch.h"
+#include "launcher/config/options.h"
+#include "launcher/job/job_link.h"
+#include "launcher/plan/plan.h"
+#include "launcher/process/output.h"
+#include "launcher/process/spawn.h"
+#include "launcher/process/unique_fd.h"
+#include "launcher/supervise/error_files.h"
+#include "launcher/supervise/sentinel.h"
+#include "launcher/supervise/worker_watch.h"
 
 namespace spdlog {
 class logger;
@@ -144,7 +144,8 @@ class Supervisor {
   int PollTimeoutMs(Clock::time_point now) const;
   void PrintFailureSummary();
   std::vector<std::string> WorkerEnvironment(size_t slot, const WorkerPlan& plan) const;
-  // The hang watch's part on this node: progress to the job, stacks on request (launcher/worker_watch.h).
+  // The hang watch's part on this node: progress to the job, stacks on request
+  // (launcher/supervise/worker_watch.h).
   void WatchProgress(Clock::time_point now);
   void AnswerStacks();
   void KillEverything();

@@ -1,4 +1,4 @@
-#include "launcher/supervisor.h"
+#include "launcher/supervise/supervisor.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "detect/detection.h"
-#include "launcher/output.h"
+#include "launcher/process/output.h"
 #include "test_support.h"
 
 namespace distrun {

@@ -1,4 +1,4 @@
-#include "launcher/worker_watch.h"
+#include "launcher/supervise/worker_watch.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "launcher/python_site.h"
-#include "launcher/stack_collector.h"
+#include "launcher/supervise/python_site.h"
+#include "launcher/supervise/stack_collector.h"
 
 namespace distrun {
 namespace {

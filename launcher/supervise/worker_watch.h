@@ -1,8 +1,8 @@
 #pragma once
 // What distrun gives every worker so that it can be watched (DESIGN §4.2), and what it reads back: each
-// worker's slot of the progress board, a stack dump on request (launcher/stack_collector.h), and the
-// signs of life distrun sees itself (CPU time of the worker's process group, output). Everything lives in a
-// private directory of this distrun, removed when it ends.
+// worker's slot of the progress board, a stack dump on request (launcher/supervise/stack_collector.h), and
+// the signs of life distrun sees itself (CPU time of the worker's process group, output). Everything lives in
+// a private directory of this distrun, removed when it ends.
 
 #include <sys/types.h>
 
@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/progress_tracker.h"
-#include "launcher/unique_fd.h"
-#include "runtime/progress_board.h"
-#include "runtime/types.h"
+#include "launcher/process/unique_fd.h"
+#include "launcher/supervise/progress_tracker.h"
+#include "runtime/progress/progress_board.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 

@@ -1,4 +1,4 @@
-#include "runtime/agent.h"
+#include "runtime/agent/agent.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,8 +1,8 @@
 #pragma once
 // What the launcher uses (every distrun is an agent, also in local mode): connect to the coordination
-// service (over the agent channel, runtime/agent_channel.h; node 0 in process), keep this node's liveness
-// stream, join rendezvous, report failures and success, and learn of
-// job stops. Events are queued and announced on an eventfd, so the supervisor's poll loop can watch it.
+// service (over the agent channel, runtime/transport/agent_channel.h; node 0 in process), keep this node's
+// liveness stream, join rendezvous, report failures and success, and learn of job stops. Events are queued
+// and announced on an eventfd, so the supervisor's poll loop can watch it.
 
 #include <chrono>
 #include <condition_variable>
@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/agent_channel.h"
-#include "runtime/grpc_client.h"
-#include "runtime/types.h"
+#include "runtime/service/types.h"
+#include "runtime/transport/agent_channel.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 

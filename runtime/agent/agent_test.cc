@@ -1,6 +1,6 @@
 // Agents against a real server on 127.0.0.1:0, as distrun processes on several nodes would use them.
 
-#include "runtime/agent.h"
+#include "runtime/agent/agent.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -8,7 +8,7 @@
 #include <future>
 #include <thread>
 
-#include "runtime/grpc_server.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/agent_identity.h"
+#include "runtime/auth/agent_identity.h"
 
 #include <charconv>
 #include <vector>

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/munge_credentials.h"
 
 namespace distrun {
 

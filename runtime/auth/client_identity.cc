@@ -1,4 +1,4 @@
-#include "runtime/client_identity.h"
+#include "runtime/auth/client_identity.h"
 
 namespace distrun {
 

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "runtime/agent_identity.h"
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/agent_identity.h"
+#include "runtime/auth/munge_credentials.h"
 
 namespace distrun {
 

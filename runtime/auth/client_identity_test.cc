@@ -1,6 +1,6 @@
 // A user's command with a munge credential instead of the job token (client_identity.h), against a real
 // gRPC server and a private munged.
-#include "runtime/client_identity.h"
+#include "runtime/auth/client_identity.h"
 
 #include <gtest/gtest.h>
 #include <spdlog/logger.h>
@@ -11,11 +11,11 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/client.h"
-#include "runtime/grpc_client.h"
-#include "runtime/grpc_server.h"
-#include "runtime/munge_test_daemon.h"
-#include "runtime/service.h"
+#include "runtime/auth/munge_test_daemon.h"
+#include "runtime/client/client.h"
+#include "runtime/service/service.h"
+#include "runtime/transport/grpc_client.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

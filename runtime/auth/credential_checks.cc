@@ -1,4 +1,4 @@
-#include "runtime/credential_checks.h"
+#include "runtime/auth/credential_checks.h"
 
 #include <utility>
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "runtime/agent_identity.h"
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/agent_identity.h"
+#include "runtime/auth/munge_credentials.h"
 
 namespace distrun {
 

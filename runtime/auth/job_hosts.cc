@@ -1,4 +1,4 @@
-#include "runtime/job_hosts.h"
+#include "runtime/auth/job_hosts.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/munge_credentials.h"
 
 #include <dlfcn.h>
 

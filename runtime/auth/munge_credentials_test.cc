@@ -1,11 +1,11 @@
 // munge credentials through libmunge.so.2 against a private munged (munge_test_daemon.h).
 
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/munge_credentials.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "runtime/munge_test_daemon.h"
+#include "runtime/auth/munge_test_daemon.h"
 
 namespace distrun {
 namespace {

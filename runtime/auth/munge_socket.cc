@@ -1,6 +1,6 @@
-#include "runtime/munge_socket.h"
+#include "runtime/auth/munge_socket.h"
 
-#include "runtime/slurm_conf.h"
+#include "runtime/auth/slurm_conf.h"
 
 namespace distrun {
 

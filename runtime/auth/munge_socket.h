@@ -1,7 +1,8 @@
 #pragma once
 // Which munged socket distrun talks to (DESIGN §4.4): the one the user named (--munge-socket,
-// DISTRUN_MUNGE_SOCKET), else the one Slurm's configuration names (runtime/slurm_conf.h), else libmunge's
-// default. Agents, node 0's checks, the users' commands and the Python module's client choose alike.
+// DISTRUN_MUNGE_SOCKET), else the one Slurm's configuration names (runtime/auth/slurm_conf.h), else
+// libmunge's default. Agents, node 0's checks, the users' commands and the Python module's client choose
+// alike.
 
 #include <filesystem>
 #include <optional>

@@ -1,9 +1,9 @@
-#include "runtime/munge_socket.h"
+#include "runtime/auth/munge_socket.h"
 
 #include <gtest/gtest.h>
 
 #include "detect/test_temp_root.h"
-#include "runtime/slurm_conf.h"
+#include "runtime/auth/slurm_conf.h"
 
 namespace distrun {
 namespace {

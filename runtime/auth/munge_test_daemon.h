@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/munge_credentials.h"
 
 extern char** environ;
 

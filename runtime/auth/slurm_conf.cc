@@ -1,4 +1,4 @@
-#include "runtime/slurm_conf.h"
+#include "runtime/auth/slurm_conf.h"
 
 #include <fnmatch.h>
 

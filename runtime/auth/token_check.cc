@@ -1,4 +1,4 @@
-#include "runtime/token_check.h"
+#include "runtime/auth/token_check.h"
 
 namespace distrun {
 

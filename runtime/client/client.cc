@@ -1,4 +1,4 @@
-#include "runtime/client.h"
+#include "runtime/client/client.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,7 +9,7 @@
 
 #include "detect/errors.h"
 #include "distrun/client.h"
-#include "runtime/progress_board.h"
+#include "runtime/progress/progress_board.h"
 
 namespace distrun {
 

@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/client_auth.h"
-#include "runtime/grpc_client.h"
-#include "runtime/munge_socket.h"
-#include "runtime/types.h"
+#include "runtime/auth/munge_socket.h"
+#include "runtime/client/client_auth.h"
+#include "runtime/service/types.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 

@@ -1,11 +1,11 @@
-#include "runtime/client_auth.h"
+#include "runtime/client/client_auth.h"
 
 #include <memory>
 #include <optional>
 #include <utility>
 
-#include "runtime/client_identity.h"
-#include "runtime/munge_credentials.h"
+#include "runtime/auth/client_identity.h"
+#include "runtime/auth/munge_credentials.h"
 
 namespace distrun {
 namespace {

@@ -2,14 +2,14 @@
 // How a client that is not one of the job's workers proves itself to a job's runtime (`distrun status`,
 // `stacks`, `kv` run by a user; the Python module's and the C API's client opened with an address and no
 // token): with the job token where it has one; else, where munged answers, with a fresh munge credential of
-// this user for each call (runtime/client_identity.h), which node 0 accepts from the job's own user when the
-// job is protected by munge. So `srun --overlap --jobid J distrun status` needs only the job's
+// this user for each call (runtime/auth/client_identity.h), which node 0 accepts from the job's own user when
+// the job is protected by munge. So `srun --overlap --jobid J distrun status` needs only the job's
 // DISTRUN_COORDINATOR_ADDRESS there.
 
 #include <string>
 
-#include "runtime/grpc_client.h"
-#include "runtime/munge_socket.h"
+#include "runtime/auth/munge_socket.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 

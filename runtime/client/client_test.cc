@@ -1,6 +1,6 @@
 // The workers' C API against a real server on 127.0.0.1:0.
 
-#include "runtime/client.h"
+#include "runtime/client/client.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "detect/errors.h"
 #include "distrun/client.h"
-#include "runtime/grpc_server.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

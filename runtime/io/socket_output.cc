@@ -1,4 +1,4 @@
-#include "runtime/socket_output.h"
+#include "runtime/io/socket_output.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>

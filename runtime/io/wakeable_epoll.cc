@@ -1,4 +1,4 @@
-#include "runtime/wakeable_epoll.h"
+#include "runtime/io/wakeable_epoll.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "runtime/check_report.h"
+#include "runtime/nccl/check_report.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 // distrun-check-worker: what `distrun check` runs on every GPU. It joins the job's NCCL communicator
 // (distrun_nccl_comm_init), sweeps an all-reduce of floats over message sizes, checks every sum, and
-// worker 0 prints the bandwidth table and a verdict (runtime/check_report.h). Exit 0: passed; 1: failed;
+// worker 0 prints the bandwidth table and a verdict (runtime/nccl/check_report.h). Exit 0: passed; 1: failed;
 // 2: bad options.
 //
 //   distrun-check-worker [--min-bytes 8] [--max-bytes 1G] [--factor 2] [--warmup 5] [--iters 20]
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "distrun/nccl.h"
-#include "runtime/check_report.h"
+#include "runtime/nccl/check_report.h"
 
 namespace {
 

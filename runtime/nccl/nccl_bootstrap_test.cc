@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "distrun/client.h"
-#include "runtime/grpc_server.h"
 #include "runtime/nccl/bootstrap.h"
-#include "runtime/service.h"
+#include "runtime/service/service.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

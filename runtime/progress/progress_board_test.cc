@@ -1,4 +1,4 @@
-#include "runtime/progress_board.h"
+#include "runtime/progress/progress_board.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,8 +1,8 @@
-#include "runtime/hang_watch.h"
+#include "runtime/service/hang_watch.h"
 
 #include <algorithm>
 
-#include "runtime/message_text.h"
+#include "runtime/service/message_text.h"
 
 namespace distrun {
 namespace {

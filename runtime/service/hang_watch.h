@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/types.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 

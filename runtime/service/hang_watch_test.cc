@@ -1,4 +1,4 @@
-#include "runtime/hang_watch.h"
+#include "runtime/service/hang_watch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/membership.h"
+#include "runtime/service/membership.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/message_text.h"
+#include "runtime/service/message_text.h"
 
 #include <algorithm>
 #include <cstdio>

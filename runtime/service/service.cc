@@ -1,11 +1,11 @@
-#include "runtime/service.h"
+#include "runtime/service/service.h"
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <stdexcept>
 
-#include "runtime/message_text.h"
+#include "runtime/service/message_text.h"
 
 namespace distrun {
 namespace {

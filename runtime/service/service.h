@@ -1,7 +1,7 @@
 #pragma once
 // The coordination service's logic (DESIGN §4): rendezvous, liveness bookkeeping, failure propagation,
-// key-value store and barriers. No gRPC types here: runtime/grpc_server.cc adapts it to the wire, and the
-// tests drive it in-process with a fake clock.
+// key-value store and barriers. No gRPC types here: runtime/transport/grpc_server.cc adapts it to the wire,
+// and the tests drive it in-process with a fake clock.
 //
 // Calls that wait (Join, KvGet, Barrier) take a completion callback, run exactly once, outside the
 // service's lock, possibly on another caller's thread. Waits end at their deadline when Tick() runs
@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/hang_watch.h"
-#include "runtime/membership.h"
-#include "runtime/types.h"
+#include "runtime/service/hang_watch.h"
+#include "runtime/service/membership.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 
@@ -42,7 +42,8 @@ struct ServiceConfig {
   // Per-task jobs (one agent per task): the agents on one host are one node of an elastic job (its range,
   // seats and losses count hosts), learnt from the hosts of the first rendezvous.
   bool agents_share_hosts = false;
-  // Elastic membership (runtime/membership.h). Unset: every node is needed and losing one ends the job.
+  // Elastic membership (runtime/service/membership.h). Unset: every node is needed and losing one ends the
+  // job.
   std::optional<ElasticRange> elastic;
   // Elastic jobs: how long the first worker failure of an epoch waits before it is acted on, so that the
   // loss of a node that caused it (its peers' collectives fail when it dies) wins and the job goes on.
@@ -67,7 +68,7 @@ struct ServiceConfig {
   size_t max_value_bytes = 1 << 20;
   size_t max_store_bytes = size_t{256} << 20;  // keys + values
   RuntimeClock clock;                          // unset: steady_clock
-  // The hang watch (runtime/hang_watch.h) and what it does on a hang: ask every node for its workers'
+  // The hang watch (runtime/service/hang_watch.h) and what it does on a hang: ask every node for its workers'
   // stacks (bounded by stacks_timeout), let `explain` turn them into what node 0's distrun prints (unset:
   // the one-line verdict only), then stop or restart the job with kHungExitCode.
   HangWatchConfig hang;
@@ -97,7 +98,8 @@ class CoordinationService {
   // A node that arrives at a running elastic job (NodeJoin::arriving): admits it with the next node number
   // (*agent), or refuses it (no range, another run, the job full or over). The caller then attaches its
   // stream and sends its join as that node's: while an epoch runs it is answered at once as a spare (the
-  // scale-up policy decides when it takes a seat, runtime/membership.h); while one forms, it takes part.
+  // scale-up policy decides when it takes a seat, runtime/service/membership.h); while one forms, it takes
+  // part.
   Status Admit(const NodeJoin& join, int* agent);
 
   // Liveness. An agent attaches its event stream once; `sink` gets every event for it, and the current
@@ -130,7 +132,8 @@ class CoordinationService {
   void Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout,
                Done done);
 
-  // Progress and stacks (DESIGN §4.2, runtime/service_diagnosis.cc). A node's progress as of its arrival.
+  // Progress and stacks (DESIGN §4.2, runtime/service/service_diagnosis.cc). A node's progress as of its
+  // arrival.
   void ReportProgress(int node_rank, const NodeProgress& progress);
   using StacksDone = std::function<void(const StacksReply&)>;
   // Asks every attached agent for its workers' stacks; `done` runs once with what arrived when all answered

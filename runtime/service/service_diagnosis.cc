@@ -1,9 +1,9 @@
 // The coordination service's view of progress (DESIGN §4.2): the hang watch, the stall warning and the
-// collection of every worker's stack (runtime/hang_watch.h; the service's other parts are in service.cc
-// and service_epochs.cc).
+// collection of every worker's stack (runtime/service/hang_watch.h; the service's other parts are in
+// service.cc and service_epochs.cc).
 
-#include "runtime/message_text.h"
-#include "runtime/service.h"
+#include "runtime/service/message_text.h"
+#include "runtime/service/service.h"
 
 namespace distrun {
 namespace {

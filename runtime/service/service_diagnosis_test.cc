@@ -1,4 +1,4 @@
-// The service's hang watch, stall warning and stack requests (runtime/service_diagnosis.cc).
+// The service's hang watch, stall warning and stack requests (runtime/service/service_diagnosis.cc).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/service.h"
+#include "runtime/service/service.h"
 
 namespace distrun {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/service.h"
+#include "runtime/service/service.h"
 
 namespace distrun {
 namespace {

@@ -1,11 +1,11 @@
 // The coordination service's epochs (DESIGN §4.1): what it does when a node is lost or arrives, how the
 // next epoch begins, and how a node the job went on without is fenced. The seats themselves are
-// runtime/membership.h's; rendezvous, liveness and the store are in service.cc.
+// runtime/service/membership.h's; rendezvous, liveness and the store are in service.cc.
 
 #include <algorithm>
 
-#include "runtime/message_text.h"
-#include "runtime/service.h"
+#include "runtime/service/message_text.h"
+#include "runtime/service/service.h"
 
 namespace distrun {
 

@@ -1,4 +1,4 @@
-#include "runtime/service.h"
+#include "runtime/service/service.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/types.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 

@@ -111,7 +111,7 @@ struct NodeProgress {
 // `progress` as it stands `ms` milliseconds after it was read: every age (advanced, reported, quiet) grows.
 NodeProgress AgedBy(NodeProgress progress, int64_t ms);
 
-// One worker's stack as its node collected it (launcher/stack_collector.h).
+// One worker's stack as its node collected it (launcher/supervise/stack_collector.h).
 struct WorkerStack {
   int rank = 0;
   std::string host;

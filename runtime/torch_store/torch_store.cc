@@ -1,4 +1,4 @@
-#include "runtime/torch_store.h"
+#include "runtime/torch_store/torch_store.h"
 
 #include <algorithm>
 #include <cerrno>

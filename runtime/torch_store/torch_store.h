@@ -1,8 +1,9 @@
 #pragma once
 // PyTorch's TCPStore semantics (docs/TORCH_STORE_PROTOCOL.md §4) over one key-value map that every
 // connection shares, whichever dialect it speaks: a torch 1.13 worker and a 2.x one see the same keys.
-// No sockets here: the port's event loop decodes requests (runtime/torch_store_codec.h), hands them in
-// with the connection they came from, and writes the replies it gets back to the connections they name.
+// No sockets here: the port's event loop decodes requests (runtime/torch_store/torch_store_codec.h), hands
+// them in with the connection they came from, and writes the replies it gets back to the connections they
+// name.
 //
 // Semantics follow torch's libuv server where the servers differ: GET and MULTI_GET of a missing key
 // answer empty bytes; every write that creates a key wakes its waiters, COMPARE_SET included. WAIT is
@@ -24,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store/torch_store_codec.h"
 
 namespace distrun {
 

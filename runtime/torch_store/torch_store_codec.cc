@@ -1,4 +1,4 @@
-#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store/torch_store_codec.h"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 #pragma once
 // PyTorch's TCPStore wire protocol (docs/TORCH_STORE_PROTOCOL.md §2, §3, §7): how a connection's bytes
 // become requests and how replies are written, for the two dialects distrun serves. No sockets here: the
-// port's event loop feeds bytes in and writes what runtime/torch_store.h answers.
+// port's event loop feeds bytes in and writes what runtime/torch_store/torch_store.h answers.
 //
 // Integers are in host byte order (little-endian on every platform torch supports); strings are a u64
 // length and raw bytes, no terminator.

@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/torch_store.h"
-#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store/torch_store.h"
+#include "runtime/torch_store/torch_store_codec.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/torch_store_loops.h"
+#include "runtime/torch_store/torch_store_loops.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
@@ -11,8 +11,8 @@
 #include <thread>
 #include <utility>
 
-#include "runtime/socket_output.h"
-#include "runtime/wakeable_epoll.h"
+#include "runtime/io/socket_output.h"
+#include "runtime/io/wakeable_epoll.h"
 
 namespace distrun {
 namespace {

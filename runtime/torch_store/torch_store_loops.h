@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/torch_store_port.h"
+#include "runtime/torch_store/torch_store_port.h"
 
 namespace spdlog {
 class logger;

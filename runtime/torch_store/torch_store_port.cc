@@ -1,4 +1,4 @@
-#include "runtime/torch_store_port.h"
+#include "runtime/torch_store/torch_store_port.h"
 
 #include <utility>
 

@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/torch_store.h"
-#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store/torch_store.h"
+#include "runtime/torch_store/torch_store_codec.h"
 
 namespace distrun {
 

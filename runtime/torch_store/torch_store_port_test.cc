@@ -2,7 +2,7 @@
 // sockets: both dialects beside the agent channel, requests split at every byte, an error that closes one
 // connection only, torch 1.13's silent second connection, strangers, and a new epoch's fresh keyspace.
 
-#include "runtime/torch_store_port.h"
+#include "runtime/torch_store/torch_store_port.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -24,12 +24,12 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/agent_channel_server.h"
-#include "runtime/agent_frames.h"
 #include "runtime/distrun.pb.h"
-#include "runtime/loopback_test_sockets.h"
-#include "runtime/service.h"
-#include "runtime/torch_store_test_requests.h"
+#include "runtime/io/loopback_test_sockets.h"
+#include "runtime/service/service.h"
+#include "runtime/torch_store/torch_store_test_requests.h"
+#include "runtime/transport/agent_channel_server.h"
+#include "runtime/transport/agent_frames.h"
 
 namespace distrun {
 namespace {

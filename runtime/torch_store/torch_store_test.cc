@@ -1,4 +1,4 @@
-#include "runtime/torch_store.h"
+#include "runtime/torch_store/torch_store.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/torch_store_test_requests.h"
+#include "runtime/torch_store/torch_store_test_requests.h"
 
 namespace distrun {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/torch_store_codec.h"
+#include "runtime/torch_store/torch_store_codec.h"
 
 namespace distrun::testing {
 

@@ -1,4 +1,4 @@
-#include "runtime/agent_channel.h"
+#include "runtime/transport/agent_channel.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "detect/errors.h"
-#include "runtime/agent_frames.h"
 #include "runtime/distrun.pb.h"
-#include "runtime/grpc_server.h"
-#include "runtime/proto_convert.h"
+#include "runtime/transport/agent_frames.h"
+#include "runtime/transport/grpc_server.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun {
 namespace {

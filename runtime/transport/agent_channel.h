@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "runtime/grpc_client.h"
-#include "runtime/types.h"
+#include "runtime/service/types.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 

@@ -1,4 +1,4 @@
-#include "runtime/agent_channel_server.h"
+#include "runtime/transport/agent_channel_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,16 +22,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/agent_frames.h"
-#include "runtime/credential_checks.h"
+#include "runtime/auth/credential_checks.h"
+#include "runtime/auth/job_hosts.h"
+#include "runtime/auth/token_check.h"
 #include "runtime/distrun.pb.h"
-#include "runtime/job_hosts.h"
-#include "runtime/proto_convert.h"
-#include "runtime/socket_output.h"
-#include "runtime/token_check.h"
-#include "runtime/torch_store_codec.h"
-#include "runtime/torch_store_loops.h"
-#include "runtime/wakeable_epoll.h"
+#include "runtime/io/socket_output.h"
+#include "runtime/io/wakeable_epoll.h"
+#include "runtime/torch_store/torch_store_codec.h"
+#include "runtime/torch_store/torch_store_loops.h"
+#include "runtime/transport/agent_frames.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun {
 namespace {

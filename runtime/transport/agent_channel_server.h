@@ -13,10 +13,10 @@
 #include <memory>
 #include <string>
 
-#include "runtime/agent_identity.h"
-#include "runtime/munge_credentials.h"
-#include "runtime/service.h"
-#include "runtime/token_check.h"
+#include "runtime/auth/agent_identity.h"
+#include "runtime/auth/munge_credentials.h"
+#include "runtime/auth/token_check.h"
+#include "runtime/service/service.h"
 
 namespace spdlog {
 class logger;

@@ -1,7 +1,7 @@
 // The agent channel (runtime/distrun.proto, top) on a real socket: the coordinator's side alone, with raw
 // frames as a foreign or broken peer would send them, and both sides together behind GrpcServer.
 
-#include "runtime/agent_channel.h"
+#include "runtime/transport/agent_channel.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -20,14 +20,14 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/agent_channel_server.h"
-#include "runtime/agent_frames.h"
-#include "runtime/agent_identity.h"
+#include "runtime/auth/agent_identity.h"
+#include "runtime/auth/munge_test_daemon.h"
 #include "runtime/distrun.pb.h"
-#include "runtime/grpc_server.h"
-#include "runtime/loopback_test_sockets.h"
-#include "runtime/munge_test_daemon.h"
-#include "runtime/proto_convert.h"
+#include "runtime/io/loopback_test_sockets.h"
+#include "runtime/transport/agent_channel_server.h"
+#include "runtime/transport/agent_frames.h"
+#include "runtime/transport/grpc_server.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/agent_frames.h"
+#include "runtime/transport/agent_frames.h"
 
 #include <google/protobuf/message_lite.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/channel_target.h"
+#include "runtime/transport/channel_target.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "detect/errors.h"
-#include "runtime/grpc_server.h"
+#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/channel_target.h"
+#include "runtime/transport/channel_target.h"
 
 #include <gtest/gtest.h>
 

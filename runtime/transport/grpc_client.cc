@@ -1,4 +1,4 @@
-#include "runtime/grpc_client.h"
+#include "runtime/transport/grpc_client.h"
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
@@ -6,10 +6,10 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/channel_target.h"
-#include "runtime/client_identity.h"
+#include "runtime/auth/client_identity.h"
 #include "runtime/distrun.grpc.pb.h"
-#include "runtime/proto_convert.h"
+#include "runtime/transport/channel_target.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun {
 namespace {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/types.h"
+#include "runtime/service/types.h"
 
 namespace grpc {
 class Channel;
@@ -85,7 +85,7 @@ class GrpcClient {
   Status KvDelete(const std::string& key, bool* deleted);
   Status KvList(const std::string& prefix, std::vector<std::pair<std::string, std::string>>* entries);
   Status Barrier(const std::string& name, int process_id, int count, std::chrono::milliseconds timeout);
-  // `distrun stacks` and `distrun status` (runtime/service.h).
+  // `distrun stacks` and `distrun status` (runtime/service/service.h).
   Status Stacks(std::chrono::milliseconds timeout, StacksReply* reply);
   Status Describe(JobStatusView* status);
 

@@ -1,4 +1,4 @@
-#include "runtime/grpc_server.h"
+#include "runtime/transport/grpc_server.h"
 
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
@@ -24,11 +24,11 @@
 #include <unordered_map>
 
 #include "detect/errors.h"
-#include "runtime/agent_channel_server.h"
-#include "runtime/client_identity.h"
+#include "runtime/auth/client_identity.h"
+#include "runtime/auth/token_check.h"
 #include "runtime/distrun.grpc.pb.h"
-#include "runtime/proto_convert.h"
-#include "runtime/token_check.h"
+#include "runtime/transport/agent_channel_server.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun {
 namespace {

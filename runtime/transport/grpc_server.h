@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "runtime/agent_identity.h"
-#include "runtime/munge_credentials.h"
-#include "runtime/service.h"
+#include "runtime/auth/agent_identity.h"
+#include "runtime/auth/munge_credentials.h"
+#include "runtime/service/service.h"
 
 namespace grpc {
 class Channel;
@@ -35,8 +35,9 @@ struct GrpcServerConfig {
   // identity, no secret, and a node arriving later may derive another).
   bool munge_alone = false;
   size_t max_message_bytes = 4 << 20;
-  // PyTorch's TCPStore protocol on the same port (runtime/torch_store.h): workers' init_process_group
-  // with TORCHELASTIC_USE_AGENT_STORE=True. Off: such connections are handed to gRPC, which drops them.
+  // PyTorch's TCPStore protocol on the same port (runtime/torch_store/torch_store.h): workers'
+  // init_process_group with TORCHELASTIC_USE_AGENT_STORE=True. Off: such connections are handed to gRPC,
+  // which drops them.
   bool torch_store = false;
   size_t torch_store_max_bytes = size_t{1} << 30;  // keys + values + queued items, every epoch's keyspace
   // TCPStore carries no credentials: true lets only this host and the hosts of admitted agents use the

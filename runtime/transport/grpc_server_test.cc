@@ -1,6 +1,6 @@
 // The transport with a real server on 127.0.0.1:0 and real clients in this process.
 
-#include "runtime/grpc_server.h"
+#include "runtime/transport/grpc_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "detect/errors.h"
-#include "runtime/grpc_client.h"
+#include "runtime/transport/grpc_client.h"
 
 namespace distrun {
 namespace {

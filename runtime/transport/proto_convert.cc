@@ -1,4 +1,4 @@
-#include "runtime/proto_convert.h"
+#include "runtime/transport/proto_convert.h"
 
 namespace distrun {
 

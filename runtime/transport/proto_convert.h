@@ -1,13 +1,13 @@
 #pragma once
-// Conversions between runtime/types.h values and their wire form (runtime/distrun.proto), shared by the
-// server and client transports only.
+// Conversions between runtime/service/types.h values and their wire form (runtime/distrun.proto), shared by
+// the server and client transports only.
 
 #include <grpcpp/support/status.h>
 
 #include <string>
 
 #include "runtime/distrun.pb.h"
-#include "runtime/types.h"
+#include "runtime/service/types.h"
 
 namespace distrun {
 

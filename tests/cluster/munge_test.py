@@ -25,7 +25,7 @@ STRANGER_UID = 4242
 AS_STRANGER = ["setpriv", "--reuid", str(STRANGER_UID), "--regid", str(STRANGER_UID), "--clear-groups"]
 PROTECTION = "protection: munge: node 0 admits agents of its own user only and hands the workers its token"
 NO_TOKEN = "no job token (DISTRUN_TOKEN or --token-file)"
-PREFACE = b"DRUN/1\r\n"  # the agent channel's preface (runtime/agent_frames.h)
+PREFACE = b"DRUN/1\r\n"  # the agent channel's preface (runtime/transport/agent_frames.h)
 BOUND = 60
 
 # Runs on a lab host between an agent and node 0: forwards every connection both ways and records what the

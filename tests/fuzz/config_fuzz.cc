@@ -5,8 +5,8 @@
 #include <string>
 
 #include "detect/errors.h"
-#include "launcher/config_file.h"
-#include "launcher/options.h"
+#include "launcher/config/config_file.h"
+#include "launcher/config/options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace distrun;

@@ -7,8 +7,8 @@
 
 #include "detect/detection.h"
 #include "detect/errors.h"
-#include "launcher/options.h"
-#include "launcher/plan.h"
+#include "launcher/config/options.h"
+#include "launcher/plan/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace distrun;

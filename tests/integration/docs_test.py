@@ -89,7 +89,8 @@ class Docs(unittest.TestCase):
         # variable distrun can set for a worker.
         section = man_sections()["WORKER ENVIRONMENT"]
         names = set()
-        # In a Slurm job, the task variables a per-node worker sees as the plan's (launcher/task_variables.h).
+        # In a Slurm job, the task variables a per-node worker sees as the plan's
+        # (launcher/plan/task_variables.h).
         slurm = {"SLURM_JOB_ID": "7", "SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_NPROCS": "1",
                  "SLURM_STEP_NUM_TASKS": "1", "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_TASKS_PER_NODE": "1",
                  "SLURM_GTIDS": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0"}

@@ -1,5 +1,5 @@
-# Written by distrun (launcher/python/sitecustomize.py) into a private directory on every worker's
-# PYTHONPATH; do not edit. In every Python worker it:
+# Written by distrun (launcher/supervise/python/sitecustomize.py) into a private directory on every
+# worker's PYTHONPATH; do not edit. In every Python worker it:
 # - lets distrun ask this process for its stacks (faulthandler on a signal of distrun's);
 # - moves the Flight Recorder variables distrun set to the names of the worker's torch;
 # - hooks the import of frameworks that find their world themselves, so that they find distrun's plan:
@@ -143,7 +143,7 @@ def _distrun_world_problem(framework, size, rank, how):
 def _distrun_mpi4py(module):
     # MPI is initialised when mpi4py.MPI is imported (unless mpi4py.rc.initialize is False). A worker that
     # is not the launcher's MPI process (several workers per task, or ranks an elastic epoch renumbered)
-    # has no launcher variables left (launcher/task_variables.h): its world is itself alone.
+    # has no launcher variables left (launcher/plan/task_variables.h): its world is itself alone.
     try:
         if not module.Is_initialized() or module.Is_finalized():
             return
