@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "runtime/transport/grpc_server.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -20,16 +21,10 @@ constexpr char kToken[] = "agent-test-token";
 class AgentTest : public ::testing::Test {
  protected:
   void StartServer(int nodes, int max_restarts = 0) {
-    ServiceConfig sc;
-    sc.num_nodes = nodes;
+    ServiceConfig sc = testing::TestServiceConfig(nodes);
     sc.max_restarts = max_restarts;
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
     service = std::make_unique<CoordinationService>(sc);
-    GrpcServerConfig gc;
-    gc.loopback_only = true;
-    gc.token = kToken;
-    server = std::make_unique<GrpcServer>(*service, gc);
+    server = std::make_unique<GrpcServer>(*service, testing::TestGrpcServerConfig(kToken));
   }
 
   std::unique_ptr<Agent> MakeAgent(int node, int nodes, int workers) {
@@ -108,10 +103,7 @@ TEST_F(AgentTest, ANoticeOfAnArrivalKeepsTheAgentsBeating) {
   sc.elastic = ElasticRange{2, 3, ElasticPolicy::kResize, ScaleUp::kNextRestart};
   sc.heartbeat_timeout = 600ms;
   service = std::make_unique<CoordinationService>(sc);
-  GrpcServerConfig gc;
-  gc.loopback_only = true;
-  gc.token = kToken;
-  server = std::make_unique<GrpcServer>(*service, gc);
+  server = std::make_unique<GrpcServer>(*service, testing::TestGrpcServerConfig(kToken));
   auto a0 = MakeAgent(0, 2, 1);
   auto a1 = MakeAgent(1, 2, 1);
   JoinAll({a0.get(), a1.get()});

@@ -3,8 +3,6 @@
 #include "runtime/auth/client_identity.h"
 
 #include <gtest/gtest.h>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <unistd.h>
 
 #include <memory>
@@ -16,6 +14,7 @@
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_client.h"
 #include "runtime/transport/grpc_server.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -43,19 +42,11 @@ class ClientCredentialTest : public ::testing::Test {
     std::string why;
     munge = daemon.Credentials(&why);
     if (!munge) GTEST_SKIP() << why;
-    ServiceConfig sc;
-    sc.num_nodes = 1;
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
-    service = std::make_unique<CoordinationService>(sc);
-    GrpcServerConfig gc;
-    gc.address = "127.0.0.1:0";
-    gc.loopback_only = true;
-    gc.token = kToken;
+    service = std::make_unique<CoordinationService>(testing::TestServiceConfig(1));
+    GrpcServerConfig gc = testing::TestGrpcServerConfig(kToken);
     if (with_munge) gc.munge = munge;
     gc.admission.uid = ::geteuid();
-    gc.log = std::make_shared<spdlog::logger>("client-identity",
-                                              std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+    gc.log = testing::StreamLogger("client-identity", log);
     server = std::make_unique<GrpcServer>(*service, gc);
   }
   void TearDown() override {

@@ -10,6 +10,7 @@
 #include "detect/errors.h"
 #include "distrun/client.h"
 #include "runtime/transport/grpc_server.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -21,10 +22,7 @@ class ClientTest : public ::testing::Test {
   void SetUp() override {
     ServiceConfig sc;
     service = std::make_unique<CoordinationService>(sc);
-    GrpcServerConfig gc;
-    gc.loopback_only = true;
-    gc.token = "client-token";
-    server = std::make_unique<GrpcServer>(*service, gc);
+    server = std::make_unique<GrpcServer>(*service, testing::TestGrpcServerConfig("client-token"));
   }
   void TearDown() override {
     server.reset();

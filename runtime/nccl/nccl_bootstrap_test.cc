@@ -14,6 +14,7 @@
 #include "runtime/nccl/bootstrap.h"
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_server.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -92,10 +93,7 @@ class NcclExchange : public ::testing::Test {
  protected:
   void SetUp() override {
     service = std::make_unique<CoordinationService>(ServiceConfig{});
-    GrpcServerConfig gc;
-    gc.loopback_only = true;
-    gc.token = "nccl-token";
-    server = std::make_unique<GrpcServer>(*service, gc);
+    server = std::make_unique<GrpcServer>(*service, testing::TestGrpcServerConfig("nccl-token"));
   }
   distrun_client* Open(int process_id) {
     return distrun_client_open(server->address().c_str(), "nccl-token", process_id, 5000, nullptr, 0);

@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +28,7 @@
 #include "runtime/torch_store/torch_store_test_requests.h"
 #include "runtime/transport/agent_channel_server.h"
 #include "runtime/transport/agent_frames.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -109,11 +108,8 @@ class TorchStorePortTest : public ::testing::Test {
   // Three store loops: the connections of a test go round them, so a reply often crosses from one loop to
   // another (a WAIT answered by another connection's SET, an epoch's end closing all of them).
   void Start(bool torch_store = true, bool job_hosts_only = false, int max_restarts = 0) {
-    ServiceConfig sc;
-    sc.num_nodes = 1;
+    ServiceConfig sc = testing::TestServiceConfig(1);
     sc.max_restarts = max_restarts;
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
     service = std::make_unique<CoordinationService>(sc);
     AgentChannelConfig c;
     c.token = kToken;
@@ -124,7 +120,7 @@ class TorchStorePortTest : public ::testing::Test {
     c.torch_store_job_hosts_only = job_hosts_only;
     c.torch_store_threads = 3;
     c.peer_is_this_host = [](int) { return false; };
-    c.log = std::make_shared<spdlog::logger>("port", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+    c.log = testing::StreamLogger("port", log);
     int listen_fd = testing::ListenLoopback(&port);
     server = std::make_unique<AgentChannelServer>(*service, listen_fd, std::move(c));
   }

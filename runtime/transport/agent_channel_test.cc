@@ -7,8 +7,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +26,7 @@
 #include "runtime/transport/agent_frames.h"
 #include "runtime/transport/grpc_server.h"
 #include "runtime/transport/proto_convert.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -115,11 +114,7 @@ NodeJoin Node(int rank, int nodes) {
 class ChannelServerTest : public ::testing::Test {
  protected:
   void Start(int nodes, std::chrono::milliseconds hello_timeout = 10s) {
-    ServiceConfig sc;
-    sc.num_nodes = nodes;
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
-    service = std::make_unique<CoordinationService>(sc);
+    service = std::make_unique<CoordinationService>(testing::TestServiceConfig(nodes));
     AgentChannelConfig c;
     c.token = kToken;
     c.max_message_bytes = 1 << 16;
@@ -364,11 +359,7 @@ class MungeChannelTest : public ChannelServerTest {
     std::string why;
     munge = daemon.Credentials(&why);
     if (!munge) GTEST_SKIP() << why;
-    ServiceConfig sc;
-    sc.num_nodes = 2;
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
-    service = std::make_unique<CoordinationService>(sc);
+    service = std::make_unique<CoordinationService>(testing::TestServiceConfig(2));
     int listen_fd = testing::ListenLoopback(&port);
     AgentChannelConfig c;
     c.token = kToken;
@@ -377,7 +368,7 @@ class MungeChannelTest : public ChannelServerTest {
     c.admission.uid = ::geteuid();
     c.admission.port = port;
     c.admission.run_id = "r1";
-    c.log = std::make_shared<spdlog::logger>("munge", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+    c.log = testing::StreamLogger("munge", log);
     server = std::make_unique<AgentChannelServer>(*service, listen_fd, std::move(c));
   }
 
@@ -476,17 +467,9 @@ TEST_F(MungeChannelTest, MungedDownRefusesWithItsReason) {
 class ChannelTest : public ::testing::Test {
  protected:
   void Start(int nodes) {
-    ServiceConfig sc;
-    sc.num_nodes = nodes;
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
-    service = std::make_unique<CoordinationService>(sc);
-    GrpcServerConfig gc;
-    gc.address = "127.0.0.1:0";
-    gc.loopback_only = true;
-    gc.token = kToken;
-    gc.log = std::make_shared<spdlog::logger>("channel-test",
-                                              std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
+    service = std::make_unique<CoordinationService>(testing::TestServiceConfig(nodes));
+    GrpcServerConfig gc = testing::TestGrpcServerConfig(kToken);
+    gc.log = testing::StreamLogger("channel-test", log_text);
     server = std::make_unique<GrpcServer>(*service, gc);
   }
 

@@ -6,8 +6,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +21,7 @@
 
 #include "detect/errors.h"
 #include "runtime/transport/grpc_client.h"
+#include "runtime/transport/test_node0.h"
 
 namespace distrun {
 namespace {
@@ -165,20 +164,13 @@ class SlowProxy {
 class GrpcTest : public ::testing::Test {
  protected:
   void StartServer(int nodes, size_t max_message_bytes = 1 << 20, int max_restarts = 0) {
-    ServiceConfig sc;
-    sc.num_nodes = nodes;
+    ServiceConfig sc = testing::TestServiceConfig(nodes);
     sc.max_restarts = max_restarts;
     sc.run_id = "r1";
-    sc.initialization_timeout = 20s;
-    sc.heartbeat_timeout = 20s;
     service = std::make_unique<CoordinationService>(sc);
-    GrpcServerConfig gc;
-    gc.address = "127.0.0.1:0";
-    gc.loopback_only = true;
-    gc.token = kToken;
+    GrpcServerConfig gc = testing::TestGrpcServerConfig(kToken);
     gc.max_message_bytes = max_message_bytes;
-    gc.log = std::make_shared<spdlog::logger>("grpc-test",
-                                              std::make_shared<spdlog::sinks::ostream_sink_mt>(log_text));
+    gc.log = testing::StreamLogger("grpc-test", log_text);
     server = std::make_unique<GrpcServer>(*service, gc);
   }
 
@@ -527,10 +519,8 @@ TEST_F(GrpcTest, MessageSizesAreBounded) {
 
 TEST_F(GrpcTest, LoopbackOnlyRefusesOtherAddresses) {
   CoordinationService s(ServiceConfig{});
-  GrpcServerConfig gc;
+  GrpcServerConfig gc = testing::TestGrpcServerConfig(kToken);
   gc.address = "0.0.0.0:0";
-  gc.loopback_only = true;
-  gc.token = kToken;
   EXPECT_THROW(GrpcServer(s, gc), UsageError);
   EXPECT_TRUE(s.KvSet("k", "v").ok());  // a server that never started leaves the service usable
   gc.address = "[::1]:0";
