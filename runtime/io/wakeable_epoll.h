@@ -39,6 +39,21 @@ class WakeableEpoll {
     }
   }
 
+  // Wait, for a loop whose connections are `conns` (descriptor → shared connection): for each ready one
+  // still there, on_writable(conn) when it may be written, then on_readable(conn) when it has input, was
+  // hung up or failed. The connection is held while both run, which may drop it.
+  template <typename Conns, typename OnWritable, typename OnReadable>
+  void WaitForConnections(std::vector<epoll_event>* events, int timeout_ms, const Conns& conns,
+                          const OnWritable& on_writable, const OnReadable& on_readable) const {
+    Wait(events, timeout_ms, [&](int fd, uint32_t ev) {
+      auto it = conns.find(fd);
+      if (it == conns.end()) return;
+      auto conn = it->second;
+      if (ev & EPOLLOUT) on_writable(conn);
+      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(conn);
+    });
+  }
+
  private:
   void DrainWake() const;
 

@@ -180,13 +180,9 @@ class AgentChannelServer::Loop {
     std::vector<epoll_event> events(256);
     auto next_scan = SteadyClock::now();
     while (!stop_.load()) {
-      epoll_.Wait(&events, kLoopWaitMs, [this](int fd, uint32_t ev) {
-        auto it = conns_.find(fd);
-        if (it == conns_.end()) return;
-        ConnPtr conn = it->second;
-        if (ev & EPOLLOUT) Flush(conn);
-        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Read(conn);
-      });
+      epoll_.WaitForConnections(
+          &events, kLoopWaitMs, conns_, [this](const ConnPtr& c) { Flush(c); },
+          [this](const ConnPtr& c) { Read(c); });
       AddAccepted();
       ApplyVerdicts();
       FlushQueued();
