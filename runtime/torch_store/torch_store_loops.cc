@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/io/socket_input.h"
 #include "runtime/io/socket_output.h"
 #include "runtime/io/wakeable_epoll.h"
 
@@ -175,18 +176,11 @@ class TorchStoreLoops::Loop {
   // Edge-triggered: reads until the socket has nothing more.
   void Read(const ConnPtr& conn) {
     if (conn->dead) return;  // dropped by the Flush before: its descriptor may be another's by now
-    while (true) {
-      const ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
-      if (n > 0) {
-        if (conn->close_by != SteadyClock::time_point::max()) continue;  // closing: the rest is not read
-        owner_.Feed(conn, std::string_view(buffer_.data(), static_cast<size_t>(n)));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      Drop(conn);  // closed by the worker, or broken
-      return;
-    }
+    const bool open = ReadAvailable(conn->fd, &buffer_, [&](std::string_view bytes) {
+      if (conn->close_by != SteadyClock::time_point::max()) return;  // closing: the rest is not read
+      owner_.Feed(conn, bytes);
+    });
+    if (!open) Drop(conn);  // closed by the worker, or broken
   }
 
   // Writes what is queued; watches for room when the socket is full; closes a connection that is done.
@@ -201,9 +195,7 @@ class TorchStoreLoops::Loop {
     if (drop) Drop(conn);
   }
 
-  // Never under conn->mu or the owner's mutex. What the worker sent and nobody read would make close()
-  // reset the connection, and a reset can discard the last reply before it is read: read it away, then
-  // end this side in order.
+  // Never under conn->mu or the owner's mutex.
   void Drop(const ConnPtr& conn) {
     {
       std::lock_guard lock(conn->mu);
@@ -213,10 +205,7 @@ class TorchStoreLoops::Loop {
     }
     owner_.Forget(*conn);
     epoll_.Forget(conn->fd);
-    while (::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
-    }
-    ::shutdown(conn->fd, SHUT_WR);
-    ::close(conn->fd);
+    CloseInOrder(conn->fd, &buffer_);
     conns_.erase(conn->fd);
   }
 

@@ -26,6 +26,7 @@
 #include "runtime/auth/job_hosts.h"
 #include "runtime/auth/token_check.h"
 #include "runtime/distrun.pb.h"
+#include "runtime/io/socket_input.h"
 #include "runtime/io/socket_output.h"
 #include "runtime/io/wakeable_epoll.h"
 #include "runtime/torch_store/torch_store_codec.h"
@@ -262,24 +263,17 @@ class AgentChannelServer::Loop {
   void Read(const ConnPtr& conn) {
     if (conn->dead) return;  // dropped by the Flush before: its descriptor may be another's by now
     if (conn->phase == Conn::Phase::kPreface && !ReadPreface(conn)) return;
-    while (true) {
-      ssize_t n = ::read(conn->fd, buffer_.data(), buffer_.size());
-      if (n > 0) {
-        if (conn->refusing) continue;  // its answer is on the way; the rest is not read
-        conn->reader.Append(buffer_.data(), static_cast<size_t>(n));
-        if (conn->verifying && conn->reader.buffered() > kMaxWhileVerifyingBytes) {
-          RefuseAgent(conn, "it sent more than " + std::to_string(kMaxWhileVerifyingBytes) +
-                                " bytes before its credential was checked");
-          continue;
-        }
-        ProcessFrames(conn);
-        continue;
+    const bool open = ReadAvailable(conn->fd, &buffer_, [&](std::string_view bytes) {
+      if (conn->refusing) return;  // its answer is on the way; the rest is not read
+      conn->reader.Append(bytes.data(), bytes.size());
+      if (conn->verifying && conn->reader.buffered() > kMaxWhileVerifyingBytes) {
+        RefuseAgent(conn, "it sent more than " + std::to_string(kMaxWhileVerifyingBytes) +
+                              " bytes before its credential was checked");
+        return;
       }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      Drop(conn);  // closed by the agent, or broken
-      return;
-    }
+      ProcessFrames(conn);
+    });
+    if (!open) Drop(conn);  // closed by the agent, or broken
   }
 
   // Whether the connection is the agent channel's and its preface has been read, or TCPStore's (nothing
@@ -622,12 +616,7 @@ class AgentChannelServer::Loop {
     }
     verifying_.erase(conn->id);
     epoll_.Forget(conn->fd);
-    // What the agent sent and nobody read would make close() reset the connection, and a reset can discard
-    // the last answer before the agent reads it: read it away, then end our side in order.
-    while (drain && ::recv(conn->fd, buffer_.data(), buffer_.size(), MSG_DONTWAIT) > 0) {
-    }
-    ::shutdown(conn->fd, SHUT_WR);
-    ::close(conn->fd);
+    CloseInOrder(conn->fd, &buffer_, drain);
     conns_.erase(conn->fd);
     for (const Conn::WireNode& n : nodes) service_.DetachAgent(n.stream);
   }
