@@ -7,19 +7,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "proc_stats.h"
 #include "runtime/distrun.pb.h"
-#include "runtime/io/socket_output.h"
 #include "runtime/transport/agent_frames.h"
+#include "sim_loop_shell.h"
 
 namespace distrun::bench {
 namespace {
@@ -57,9 +55,10 @@ struct FramedAgents::Shared {
   SimControl& control;
 };
 
-class FramedAgents::Loop final : public SimLoop {
+class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connection> {
  public:
-  Loop(Shared& shared, int first_rank, int count) : shared_(shared), in_(1 << 16) {
+  Loop(Shared& shared, int first_rank, int count)
+      : SimLoopShell(shared.control), shared_(shared), in_(1 << 16) {
     agents_.resize(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) agents_[static_cast<size_t>(i)].rank = first_rank + i;
     const int per = shared_.options.per_connection;
@@ -77,57 +76,15 @@ class FramedAgents::Loop final : public SimLoop {
     join_.set_run_id("bench");
     join_.set_proposed_master_port(29500);
     hello_.mutable_hello()->set_token(shared_.options.token);
-    thread_ = std::thread([this] { Run(); });
+    StartThread();
   }
 
-  ~Loop() override {
-    fds_.Wake();
-    thread_.join();
-    for (Connection& c : connections_) {
-      if (c.fd >= 0) ::close(c.fd);
-    }
-  }
-
-  void Wake() override { fds_.Wake(); }
-  void SetHeartbeatInterval(int interval_ms) override { fds_.SetHeartbeatInterval(interval_ms); }
+  ~Loop() override { StopThread(); }
 
  private:
-  void Run() {
-    std::array<epoll_event, 256> events;
-    while (!shared_.control.stopping.load()) {
-      const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
-      if (n < 0 && errno != EINTR) break;
-      for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
-      for (Connection* c : dirty_) {
-        c->dirty = false;
-        Flush(*c);
-      }
-      dirty_.clear();
-    }
-  }
+  friend class SimLoopShell<Loop, Connection>;
 
-  void Dispatch(const epoll_event& ev) {
-    if (ev.data.u64 == SimLoopFds::kWakeKey) {
-      fds_.DrainWake();
-      if (shared_.control.started.load() && !opened_) {
-        opened_ = true;
-        for (Connection& c : connections_) Open(c);
-      }
-      DropIfMine(shared_.control.drop_rank.load());
-      return;
-    }
-    if (ev.data.u64 == SimLoopFds::kTimerKey) {
-      const uint64_t slots = fds_.TakeSlots();
-      if (!shared_.control.heartbeats.load()) return;
-      for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
-      return;
-    }
-    Connection& c = connections_[ev.data.u64 - SimLoopFds::kFirstKey];
-    if (ev.events & EPOLLOUT) Flush(c);
-    if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-      Receive(c, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
-    }
-  }
+  void Woken() { DropIfMine(shared_.control.drop_rank.load()); }
 
   // A lost node, as the coordinator sees one whose distrun died: its connection closes.
   void DropIfMine(int rank) {
@@ -168,22 +125,6 @@ class FramedAgents::Loop final : public SimLoop {
       a.heartbeat_slot = slot_;
     }
     MarkDirty(c);
-  }
-
-  void MarkDirty(Connection& c) {
-    if (c.dirty) return;
-    c.dirty = true;
-    dirty_.push_back(&c);
-  }
-
-  // What stays unsent waits for EPOLLOUT (also when a connect is still on its way).
-  void Flush(Connection& c) {
-    if (c.fd < 0) {
-      c.out.clear();
-      c.out_sent = 0;
-    } else if (!SendPending(c.fd, &c.out, &c.out_sent)) {
-      End(c, ErrnoText("write"));
-    }
   }
 
   // The agents of this slot heartbeat. One alone on its connection skips it while a write is in progress,
@@ -318,19 +259,14 @@ class FramedAgents::Loop final : public SimLoop {
   }
 
   Shared& shared_;
-  SimLoopFds fds_;
   std::vector<SimAgent> agents_;
-  std::vector<Connection> connections_;
-  std::vector<Connection*> dirty_;
   std::vector<char> in_;  // one read buffer for every connection of the loop
-  bool opened_ = false;
   int slot_ = 0;
   // Scratch messages: no allocation per send once their strings have grown.
   v1::AgentFrame hello_;
   v1::AgentFrame frame_;
   v1::JoinRequest join_;
   v1::CoordinatorFrame answer_;
-  std::thread thread_;
 };
 
 FramedAgents::FramedAgents(const SimAgentsOptions& options) : SimAgents(options) {

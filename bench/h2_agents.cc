@@ -15,13 +15,13 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "proc_stats.h"
 #include "runtime/distrun.grpc.pb.h"
 #include "runtime/io/socket_output.h"
 #include "runtime/transport/proto_convert.h"
+#include "sim_loop_shell.h"
 
 namespace distrun::bench {
 namespace {
@@ -207,26 +207,20 @@ struct H2Agents::Shared {
 };
 
 // One thread, one epoll set, the connections given to it and their agents.
-class H2Agents::Loop final : public SimLoop {
+class H2Agents::Loop final : public SimLoopShell<H2Agents::Loop, Connection> {
  public:
-  Loop(Shared& shared, const std::vector<int>& connection_numbers) : shared_(shared), in_(1 << 18) {
+  Loop(Shared& shared, const std::vector<int>& connection_numbers)
+      : SimLoopShell(shared.control), shared_(shared), in_(1 << 18) {
     PlaceAgents(connection_numbers);
     PrepareMessages();
-    thread_ = std::thread([this] { Run(); });
+    StartThread();
   }
 
-  ~Loop() override {
-    fds_.Wake();
-    thread_.join();
-    for (Connection& c : connections_) {
-      if (c.fd >= 0) ::close(c.fd);
-    }
-  }
-
-  void Wake() override { fds_.Wake(); }
-  void SetHeartbeatInterval(int interval_ms) override { fds_.SetHeartbeatInterval(interval_ms); }
+  ~Loop() override { StopThread(); }
 
  private:
+  friend class SimLoopShell<Loop, Connection>;
+
   // Connection c holds agents c·K to c·K + K - 1.
   void PlaceAgents(const std::vector<int>& connection_numbers) {
     const int per = shared_.options.per_connection, total = shared_.options.agents;
@@ -263,39 +257,7 @@ class H2Agents::Loop final : public SimLoop {
     barrier_.set_timeout_ms(3'600'000);
   }
 
-  void Run() {
-    std::array<epoll_event, 256> events;
-    while (!shared_.control.stopping.load()) {
-      const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
-      if (n < 0 && errno != EINTR) break;
-      for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
-      FlushDirty();
-    }
-  }
-
-  void Dispatch(const epoll_event& ev) {
-    if (ev.data.u64 == SimLoopFds::kWakeKey) {
-      fds_.DrainWake();
-      if (shared_.control.started.load() && !opened_) OpenAll();
-      return;
-    }
-    if (ev.data.u64 == SimLoopFds::kTimerKey) {
-      const uint64_t slots = fds_.TakeSlots();
-      if (!shared_.control.heartbeats.load()) return;
-      for (uint64_t i = 0; i < slots; ++i) HeartbeatSlot();
-      return;
-    }
-    Connection& c = connections_[ev.data.u64 - SimLoopFds::kFirstKey];
-    if (ev.events & EPOLLOUT) Flush(c);  // a connect completed, or the socket took up what it had refused
-    if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) Receive(c);
-  }
-
   // ---- sending ----
-
-  void OpenAll() {
-    opened_ = true;
-    for (Connection& c : connections_) Open(c);
-  }
 
   void Open(Connection& c) {
     c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -323,31 +285,6 @@ class H2Agents::Loop final : public SimLoop {
       SendPending(a);
     }
     MarkDirty(c);
-  }
-
-  void MarkDirty(Connection& c) {
-    if (c.dirty) return;
-    c.dirty = true;
-    dirty_.push_back(&c);
-  }
-
-  // One write per connection per round of events, however many agents queued frames on it.
-  void FlushDirty() {
-    for (Connection* c : dirty_) {
-      c->dirty = false;
-      Flush(*c);
-    }
-    dirty_.clear();
-  }
-
-  // What stays unsent waits for EPOLLOUT (also when a connect is still on its way).
-  void Flush(Connection& c) {
-    if (c.fd < 0) {
-      c.out.clear();
-      c.out_sent = 0;
-    } else if (!distrun::SendPending(c.fd, &c.out, &c.out_sent)) {
-      End(c, ErrnoText("write"));
-    }
   }
 
   uint32_t OpenStream(Connection& c, SimAgent& a, Call call, const std::string& headers) {
@@ -456,7 +393,7 @@ class H2Agents::Loop final : public SimLoop {
 
   // ---- receiving ----
 
-  void Receive(Connection& c) {
+  void Receive(Connection& c, bool /*hung_up: it reads until EAGAIN*/) {
     while (c.fd >= 0) {
       const size_t kept = c.partial.size();
       std::memcpy(in_.data(), c.partial.data(), kept);
@@ -770,12 +707,8 @@ class H2Agents::Loop final : public SimLoop {
   }
 
   Shared& shared_;
-  SimLoopFds fds_;
   std::vector<SimAgent> agents_;
-  std::vector<Connection> connections_;
-  std::vector<Connection*> dirty_;
   std::vector<uint8_t> in_;  // one read buffer for every connection of the loop
-  bool opened_ = false;
   int slot_ = 0;
   // Scratch messages, refilled per agent: no allocation per send once their strings have grown.
   v1::AgentHeartbeat hello_;  // a heartbeat: the node rank only
@@ -784,7 +717,6 @@ class H2Agents::Loop final : public SimLoop {
   v1::JobEvent event_;
   v1::BarrierRequest barrier_;
   v1::Assignment assignment_;
-  std::thread thread_;
 };
 
 H2Agents::H2Agents(const SimAgentsOptions& options) : SimAgents(options) {

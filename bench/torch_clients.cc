@@ -14,12 +14,11 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "proc_stats.h"
-#include "runtime/io/socket_output.h"
+#include "sim_loop_shell.h"
 
 namespace distrun::bench {
 namespace {
@@ -164,9 +163,10 @@ struct TorchClients::Shared {
   SimControl& control;
 };
 
-class TorchClients::Loop final : public SimLoop {
+class TorchClients::Loop final : public SimLoopShell<TorchClients::Loop, Connection> {
  public:
-  Loop(Shared& shared, int first_rank, int count) : shared_(shared), in_(1 << 16) {
+  Loop(Shared& shared, int first_rank, int count)
+      : SimLoopShell(shared.control), shared_(shared), in_(1 << 16) {
     ranks_.resize(static_cast<size_t>(count));
     for (int i = 0; i < count; ++i) ranks_[static_cast<size_t>(i)].rank = first_rank + i;
     const auto per = static_cast<size_t>(shared_.options.per_connection);
@@ -176,51 +176,15 @@ class TorchClients::Loop final : public SimLoop {
       connections_[c].ranks =
           std::span<SimRank>(ranks_).subspan(c * per, std::min(per, ranks_.size() - c * per));
     }
-    thread_ = std::thread([this] { Run(); });
+    StartThread();
   }
 
-  ~Loop() override {
-    fds_.Wake();
-    thread_.join();
-    for (Connection& c : connections_) {
-      if (c.fd >= 0) ::close(c.fd);
-    }
-  }
+  ~Loop() override { StopThread(); }
 
-  void Wake() override { fds_.Wake(); }
   void SetHeartbeatInterval(int) override {}  // ranks do not heartbeat
 
  private:
-  void Run() {
-    std::array<epoll_event, 256> events;
-    while (!shared_.control.stopping.load()) {
-      const int n = ::epoll_wait(fds_.epoll_fd(), events.data(), static_cast<int>(events.size()), -1);
-      if (n < 0 && errno != EINTR) break;
-      for (int i = 0; i < n; ++i) Dispatch(events[static_cast<size_t>(i)]);
-      for (Connection* c : dirty_) {
-        c->dirty = false;
-        Flush(*c);
-      }
-      dirty_.clear();
-    }
-  }
-
-  void Dispatch(const epoll_event& ev) {
-    if (ev.data.u64 == SimLoopFds::kWakeKey) {
-      fds_.DrainWake();
-      if (shared_.control.started.load() && !opened_) {
-        opened_ = true;
-        for (Connection& c : connections_) Open(c);
-      }
-      return;
-    }
-    if (ev.data.u64 == SimLoopFds::kTimerKey) return;
-    Connection& c = connections_[ev.data.u64 - SimLoopFds::kFirstKey];
-    if (ev.events & EPOLLOUT) Flush(c);
-    if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-      Receive(c, (ev.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
-    }
-  }
+  friend class SimLoopShell<Loop, Connection>;
 
   // ---- sending ----
 
@@ -320,22 +284,6 @@ class TorchClients::Loop final : public SimLoop {
     c.held.clear();
     for (SimRank* r : go) Advance(c, *r);
     MaybeWait(c);
-  }
-
-  void MarkDirty(Connection& c) {
-    if (c.dirty) return;
-    c.dirty = true;
-    dirty_.push_back(&c);
-  }
-
-  // What stays unsent waits for EPOLLOUT (also when a connect is still on its way).
-  void Flush(Connection& c) {
-    if (c.fd < 0) {
-      c.out.clear();
-      c.out_sent = 0;
-    } else if (!SendPending(c.fd, &c.out, &c.out_sent)) {
-      End(c, ErrnoText("write"));
-    }
   }
 
   // ---- receiving ----
@@ -444,13 +392,8 @@ class TorchClients::Loop final : public SimLoop {
   }
 
   Shared& shared_;
-  SimLoopFds fds_;
   std::vector<SimRank> ranks_;
-  std::vector<Connection> connections_;
-  std::vector<Connection*> dirty_;
   std::vector<char> in_;  // one read buffer for every connection of the loop
-  bool opened_ = false;
-  std::thread thread_;
 };
 
 namespace {
