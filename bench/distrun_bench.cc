@@ -16,6 +16,7 @@
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin
 //                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1] [--store-threads N]
 //   distrun-bench python-site [--python PATH] [--runs N]
+//   distrun-bench guard [--distrun PATH] [--recorded FILE] [--repeats N]   (the hot path's ratios, ~1 min)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -28,6 +29,7 @@
 namespace distrun::bench {
 int DetectStartupBench(const std::string& distrun, int runs);
 int LaunchBench(const std::string& distrun, int runs, int nproc);
+int GuardBench(const Flags& flags);
 int RendezvousBench(const Flags& flags);
 int CoordinatorMain(const Flags& flags);
 int KvBench(const Flags& flags);
@@ -47,7 +49,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge|"
-    "torch-store|python-site "
+    "torch-store|python-site|guard "
     "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
@@ -88,6 +90,8 @@ int Dispatch(const std::string& which, int argc, char** argv) {
               {"ranks", "ranks-per-connection", "threads", "torch-timeout-s", "torch-max-ranks", "servers",
                "pin", "torch-python", "torch-libuv", "store-threads"}));
   }
+  if (which == "guard")
+    return distrun::bench::GuardBench(Flags(argc, argv, 2, {"distrun", "recorded", "repeats"}));
   if (which == "python-site")
     return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));

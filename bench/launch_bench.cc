@@ -8,18 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "hot_path.h"
 #include "process_timer.h"
 
 namespace distrun::bench {
 
 int LaunchBench(const std::string& distrun, int runs, int nproc) {
   const std::string n = std::to_string(nproc);
-  std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/tmp",
-                                  "OMPI_MCA_plm_rsh_agent=", "OMPI_ALLOW_RUN_AS_ROOT=1",
-                                  "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+  const std::vector<std::string> env = LaunchEnv();
   std::vector<const char*> names = {"distrun", "mpiexec.mpich"};
-  std::vector<std::vector<std::string>> commands = {{distrun, "--nproc-per-node", n, "--", "/bin/true"},
-                                                    {"/usr/bin/mpiexec.mpich", "-n", n, "/bin/true"}};
+  std::vector<std::vector<std::string>> commands = {DistrunLaunch(distrun, nproc), MpiexecLaunch(nproc)};
   if (::access("/usr/bin/mpirun.openmpi", X_OK) == 0) {
     names.push_back("mpirun.openmpi");
     commands.push_back({"/usr/bin/mpirun.openmpi", "--oversubscribe", "-np", n, "/bin/true"});

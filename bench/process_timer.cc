@@ -21,6 +21,7 @@ double TimeProcess(const std::vector<std::string>& argv, const std::vector<std::
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   auto start = std::chrono::steady_clock::now();
@@ -36,13 +37,24 @@ double TimeProcess(const std::vector<std::string>& argv, const std::vector<std::
 }
 
 std::vector<std::vector<double>> TimeAlternated(const std::vector<std::vector<std::string>>& commands,
-                                                const std::vector<std::string>& env, int runs, int warm) {
+                                                const std::vector<std::string>& env, int runs, int warm,
+                                                int retries, int* retried) {
+  auto time = [&](const std::vector<std::string>& argv) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return TimeProcess(argv, env);
+      } catch (const std::runtime_error&) {
+        if (attempt >= retries) throw;
+        if (retried != nullptr) ++*retried;
+      }
+    }
+  };
   for (const auto& argv : commands) {
-    for (int i = 0; i < warm; ++i) TimeProcess(argv, env);  // page cache, daemons
+    for (int i = 0; i < warm; ++i) time(argv);  // page cache, daemons
   }
   std::vector<std::vector<double>> samples(commands.size());
   for (int i = 0; i < runs; ++i) {
-    for (size_t c = 0; c < commands.size(); ++c) samples[c].push_back(TimeProcess(commands[c], env));
+    for (size_t c = 0; c < commands.size(); ++c) samples[c].push_back(time(commands[c]));
   }
   return samples;
 }

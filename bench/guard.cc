@@ -1,0 +1,116 @@
+// `distrun-bench guard [--distrun PATH] [--recorded FILE] [--repeats N]`: the hot path's ratios in under a
+// minute, each beside its goal and the figure last recorded (bench/guard_recorded.txt, written from a
+// closing note's run). Every ratio compares commands alternated in one run on this machine; each is
+// measured --repeats times (default 3) and the median is shown with the range. It never fails on timing:
+// machines are noisy. `.ci/run` prints it, and every closing note quotes it.
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "flags.h"
+#include "hot_path.h"
+#include "process_timer.h"
+
+namespace distrun::bench {
+namespace {
+
+struct GuardCheck {
+  const char* name;
+  const char* what;                                // ours / theirs
+  double goal;                                     // the ratio's goal: at most this
+  std::vector<std::vector<std::string>> commands;  // ours, then theirs
+  std::vector<std::string> env;
+  int runs;  // alternated rounds per measurement
+};
+
+// NAME RATIO per line; '#' starts a comment. A missing file records nothing.
+std::map<std::string, double> ReadRecorded(const std::string& path) {
+  std::map<std::string, double> recorded;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream fields(line);
+    std::string name;
+    double ratio = 0;
+    if (fields >> name >> ratio) recorded[name] = ratio;
+  }
+  return recorded;
+}
+
+}  // namespace
+
+int GuardBench(const Flags& flags) {
+  const std::string distrun = flags.Get("distrun", "build/release/distrun");
+  const int repeats = std::max(1, static_cast<int>(flags.Int("repeats", 3)));
+  const std::string recorded_path = flags.Get("recorded", "bench/guard_recorded.txt");
+  const std::map<std::string, double> recorded = ReadRecorded(recorded_path);
+  const std::vector<GuardCheck> checks = {
+      {"launch-8",
+       "distrun --nproc-per-node 8 -- /bin/true / mpiexec.mpich -n 8 /bin/true",
+       0.7,
+       {DistrunLaunch(distrun, 8), MpiexecLaunch(8)},
+       LaunchEnv(),
+       150},
+      {"launch-64",
+       "distrun --nproc-per-node 64 -- /bin/true / mpiexec.mpich -n 64 /bin/true",
+       0.7,
+       {DistrunLaunch(distrun, 64), MpiexecLaunch(64)},
+       LaunchEnv(),
+       40},
+      {"detect",
+       "distrun --detect --format json, task 300 of a 512-task Slurm step / /bin/true",
+       2.5,
+       {DistrunDetect(distrun), {"/bin/true"}},
+       SlurmStep512Env(),
+       1000},
+  };
+
+  std::printf(
+      "hot-path guard: ratios of whole-process times, alternated in one run, median of %d (range);\n"
+      "goals are upper bounds; recorded: %s. Timing never fails the guard.\n",
+      repeats, recorded_path.c_str());
+  std::printf("  %-10s %7s %9s %-25s %21s\n", "check", "goal", "recorded", "now (range)",
+              "ours / theirs (ms)");
+  std::string json = "{\"bench\": \"guard\", \"repeats\": " + std::to_string(repeats) + ", \"checks\": [";
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const GuardCheck& check = checks[i];
+    std::vector<double> ratios, ours, theirs;
+    int retried = 0;
+    for (int r = 0; r < repeats; ++r) {
+      std::vector<std::vector<double>> samples =
+          TimeAlternated(check.commands, check.env, check.runs, 3, /*retries=*/5, &retried);
+      const double a = Summarize(samples[0]).median, b = Summarize(samples[1]).median;
+      ratios.push_back(a / b);
+      ours.push_back(a * 1e3);
+      theirs.push_back(b * 1e3);
+    }
+    const double ratio = Summarize(ratios).median;
+    const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+    const auto it = recorded.find(check.name);
+    char rec[32] = "-";
+    if (it != recorded.end()) std::snprintf(rec, sizeof rec, "%.2f", it->second);
+    std::printf("  %-10s %7.2f %9s %6.2f (%.2f-%.2f) %-5s %10.2f / %-8.2f", check.name, check.goal, rec,
+                ratio, *lo, *hi, ratio <= check.goal ? "ok" : "ABOVE", Summarize(ours).median,
+                Summarize(theirs).median);
+    if (retried > 0) std::printf("  (%d failed runs were run again)", retried);
+    std::printf("\n");
+    char entry[320];
+    std::snprintf(entry, sizeof entry,
+                  "%s{\"check\": \"%s\", \"goal\": %.2f, \"ratio\": %.3f, \"min\": %.3f, \"max\": %.3f, "
+                  "\"ours_ms\": %.3f, \"theirs_ms\": %.3f, \"recorded\": %s, \"retried\": %d}",
+                  i ? ", " : "", check.name, check.goal, ratio, *lo, *hi, Summarize(ours).median,
+                  Summarize(theirs).median, it == recorded.end() ? "null" : rec, retried);
+    json += entry;
+  }
+  for (const GuardCheck& check : checks) std::printf("  %-10s %s\n", check.name, check.what);
+  std::printf("%s]}\n", json.c_str());
+  return 0;
+}
+
+}  // namespace distrun::bench
