@@ -18,7 +18,8 @@ echo "wheel: $DISTRUN_WHEEL"
 ctest --test-dir build/release -j 2 --timeout 600
 
 echo "== hot-path guard (ratios beside the recorded ones; timing never fails it) =="
-build/release/bench/distrun-bench guard --distrun build/release/distrun || echo "hot-path guard: did not run to the end"
+timeout 300 build/release/bench/distrun-bench guard --distrun build/release/distrun ||
+  echo "hot-path guard: did not run to the end"
 
 echo "== cluster tests (a Slurm lab of virtual hosts, Open MPI, MPICH) =="
 # Brings the lab up, runs tests/cluster/*_test.py against build/release/distrun, and always takes it down.
