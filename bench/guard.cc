@@ -91,21 +91,21 @@ int GuardBench(const Flags& flags) {
       theirs.push_back(b * 1e3);
     }
     const double ratio = Summarize(ratios).median;
+    const double ours_ms = Summarize(ours).median, theirs_ms = Summarize(theirs).median;
     const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
     const auto it = recorded.find(check.name);
     char rec[32] = "-";
     if (it != recorded.end()) std::snprintf(rec, sizeof rec, "%.2f", it->second);
     std::printf("  %-10s %7.2f %9s %6.2f (%.2f-%.2f) %-5s %10.2f / %-8.2f", check.name, check.goal, rec,
-                ratio, *lo, *hi, ratio <= check.goal ? "ok" : "ABOVE", Summarize(ours).median,
-                Summarize(theirs).median);
+                ratio, *lo, *hi, ratio <= check.goal ? "ok" : "ABOVE", ours_ms, theirs_ms);
     if (retried > 0) std::printf("  (%d failed runs were run again)", retried);
     std::printf("\n");
     char entry[320];
     std::snprintf(entry, sizeof entry,
                   "%s{\"check\": \"%s\", \"goal\": %.2f, \"ratio\": %.3f, \"min\": %.3f, \"max\": %.3f, "
                   "\"ours_ms\": %.3f, \"theirs_ms\": %.3f, \"recorded\": %s, \"retried\": %d}",
-                  i ? ", " : "", check.name, check.goal, ratio, *lo, *hi, Summarize(ours).median,
-                  Summarize(theirs).median, it == recorded.end() ? "null" : rec, retried);
+                  i ? ", " : "", check.name, check.goal, ratio, *lo, *hi, ours_ms, theirs_ms,
+                  it == recorded.end() ? "null" : rec, retried);
     json += entry;
   }
   for (const GuardCheck& check : checks) std::printf("  %-10s %s\n", check.name, check.what);
