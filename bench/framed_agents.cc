@@ -24,8 +24,6 @@ namespace {
 
 constexpr size_t kMaxMessageBytes = 4 << 20;  // as AgentChannelOptions
 
-std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
 struct SimAgent {
   int rank = 0;
   int heartbeat_slot = -1;  // chosen at connect: the first heartbeat goes one interval later

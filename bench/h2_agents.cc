@@ -19,7 +19,6 @@
 
 #include "proc_stats.h"
 #include "runtime/distrun.grpc.pb.h"
-#include "runtime/io/socket_output.h"
 #include "runtime/transport/proto_convert.h"
 #include "sim_loop_shell.h"
 
@@ -135,8 +134,6 @@ std::string RequestHeaderBlock(std::string_view method, const std::string& autho
   AppendLiteralHeader(block, kTokenHeader, token);
   return block;
 }
-
-std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // ---- one agent, one connection ----
 

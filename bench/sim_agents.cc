@@ -16,6 +16,8 @@
 
 namespace distrun::bench {
 
+std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
 sockaddr_in ParseIpv4(const std::string& address) {
   const size_t colon = address.rfind(':');
   sockaddr_in sa{};

@@ -89,6 +89,9 @@ class SimLoopFds {
 // The coordinator's address as the simulations connect to it; throws std::invalid_argument unless IPv4.
 sockaddr_in ParseIpv4(const std::string& address);
 
+// "what: strerror(errno)", the words a simulated connection ends with.
+std::string ErrnoText(const char* what);
+
 // One epoll loop of a simulation, as the driver below sees it.
 class SimLoop {
  public:

@@ -16,7 +16,6 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,7 +58,7 @@ class SimLoopShell : public SimLoop {
       c.out.clear();
       c.out_sent = 0;
     } else if (!SendPending(c.fd, &c.out, &c.out_sent)) {
-      self().End(c, std::string("write: ") + std::strerror(errno));
+      self().End(c, ErrnoText("write"));
     }
   }
 

@@ -138,8 +138,6 @@ int64_t TakeReply(std::string_view bytes, Reply reply, ReplyValue* value) {
   return -1;
 }
 
-std::string ErrnoText(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
 }  // namespace
 
 TorchInitKeys InitKeys(TorchStoreDialect dialect) {
