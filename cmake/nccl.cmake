@@ -64,9 +64,8 @@ target_link_libraries(distrun_nccl PUBLIC distrun_client distrun_nccl_library CU
 set_target_properties(distrun_nccl PROPERTIES ARCHIVE_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
 
 # Beside distrun in the build tree and when installed: `distrun check` looks for it there.
-add_executable(distrun-check-worker runtime/nccl/check_worker.cc runtime/nccl/check_report.cc)
-target_include_directories(distrun-check-worker PRIVATE ${PROJECT_SOURCE_DIR})
-target_link_libraries(distrun-check-worker PRIVATE distrun_nccl)
+add_executable(distrun-check-worker runtime/nccl/check_worker.cc)
+target_link_libraries(distrun-check-worker PRIVATE distrun_nccl distrun_check_report)
 # Installed, it still finds NCCL and the CUDA runtime where they were at build time (the toolkit's lib
 # directory is rarely in the loader's path).
 set_target_properties(distrun-check-worker PROPERTIES RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:distrun>
