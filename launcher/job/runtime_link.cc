@@ -130,7 +130,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   AgentConfig config;
   config.coordinator_address = worker_address_;
   // Node 0's agent reaches the service in its own process without a socket; the others connect.
-  if (server_) config.in_process_channel = server_->InProcessChannel();
+  if (service_) config.in_process_service = service_.get();
   // Node 0's agent calls the service in-process with the workers' token; the others say the agents' in their
   // hello and, with munge, prove their user.
   config.token = node_rank_ == 0 ? token_ : token.value;

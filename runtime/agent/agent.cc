@@ -12,14 +12,6 @@
 namespace distrun {
 namespace {
 
-GrpcClientConfig ClientConfig(const AgentConfig& config) {
-  GrpcClientConfig c;
-  c.address = config.coordinator_address;
-  c.channel = config.in_process_channel;
-  c.token = config.token;
-  return c;
-}
-
 AgentChannelOptions ChannelOptions(const AgentConfig& config, const NodeJoin& first_join) {
   AgentChannelOptions o;
   o.address = config.coordinator_address;
@@ -66,9 +58,11 @@ Agent::Agent(AgentConfig config) : config_(std::move(config)), started_(std::chr
     CoordinatorLost("the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " + s.message +
                     ")");
   };
-  if (config_.in_process_channel) {
-    client_ = std::make_unique<GrpcClient>(ClientConfig(config_));
-    stream_ = client_->OpenLiveness(config_.join.node_rank, on_event, on_closed, first_join);
+  if (config_.in_process_service != nullptr) {
+    auto stream = std::make_unique<InProcessStream>(*config_.in_process_service, config_.join.node_rank,
+                                                    on_event, on_closed, first_join);
+    in_process_ = stream.get();
+    stream_ = std::move(stream);
   } else {
     auto channel = std::make_unique<AgentChannel>(ChannelOptions(config_, first_join), on_event, on_closed);
     channel_ = channel.get();
@@ -144,7 +138,7 @@ Status Agent::ReportFailure(const FailedWorker& failure, bool* root_cause) {
     round = round_;
   }
   if (channel_) return channel_->ReportFailure(round, failure, root_cause);
-  return client_->ReportFailure(round, failure, root_cause);
+  return in_process_->ReportFailure(round, failure, root_cause);
 }
 
 Status Agent::ReportSuccess() {

@@ -1,6 +1,6 @@
 #pragma once
 // What the launcher uses (every distrun is an agent, also in local mode): connect to the coordination
-// service (over the agent channel, runtime/transport/agent_channel.h; node 0 in process), keep this node's
+// service (over the agent channel, runtime/transport/agent_channel.h; node 0 in process, in_process_stream.h), keep this node's
 // liveness stream, join rendezvous, report failures and success, and learn of job stops. Events are queued
 // and announced on an eventfd, so the supervisor's poll loop can watch it.
 
@@ -17,13 +17,14 @@
 #include "runtime/service/types.h"
 #include "runtime/transport/agent_channel.h"
 #include "runtime/transport/grpc_client.h"
+#include "runtime/transport/in_process_stream.h"
 
 namespace distrun {
 
 struct AgentConfig {
   std::string coordinator_address;
-  // Node 0's agent lives in the process that hosts the service: its in-process channel (GrpcClientConfig).
-  std::shared_ptr<grpc::Channel> in_process_channel;
+  // Node 0's agent lives in the process that hosts the service: it calls it directly (InProcessStream).
+  CoordinationService* in_process_service = nullptr;
   std::string token;
   // Remote agents: a fresh munge credential for each hello (AgentChannelOptions::credential).
   std::function<std::string()> credential;
@@ -87,9 +88,9 @@ class Agent {
   void HeartbeatLoop();
 
   AgentConfig config_;
-  // Node 0's agent speaks gRPC to the service in its own process; every other one the agent channel.
-  std::unique_ptr<GrpcClient> client_;
-  AgentChannel* channel_ = nullptr;  // stream_, when it is the agent channel
+  // Node 0's agent calls the service in its own process; every other one speaks the agent channel.
+  AgentChannel* channel_ = nullptr;         // stream_, when it is the agent channel
+  InProcessStream* in_process_ = nullptr;  // stream_, when it is node 0's
   int event_fd_ = -1;
   int round_ = 0;
 

@@ -15,18 +15,12 @@
 
 #include "runtime/service/types.h"
 
-namespace grpc {
-class Channel;
-}
 
 namespace distrun {
 
 struct GrpcClientConfig {
   std::string address;  // the coordinator, host:port
   std::string token;
-  // Instead of connecting to `address`: a channel to the service in this very process
-  // (GrpcServer::InProcessChannel), which node 0's own agent uses. `address` still names it in messages.
-  std::shared_ptr<grpc::Channel> channel;
   size_t max_message_bytes = 4 << 20;
   // Deadline of calls that do not wait on other processes; waits add their own timeout to it.
   std::chrono::milliseconds call_timeout{30'000};

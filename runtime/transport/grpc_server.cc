@@ -161,12 +161,6 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
 
   int port() const { return port_; }
   const std::string& address() const { return bound_; }
-  std::shared_ptr<grpc::Channel> InProcessChannel() const {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
-    args.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
-    return server_->InProcessChannel(args);
-  }
   uint64_t refused() const { return refused_.load(); }
 
   // ---- unary calls ----
@@ -666,6 +660,5 @@ GrpcServer::~GrpcServer() { impl_->Stop(); }
 int GrpcServer::port() const { return impl_->port(); }
 std::string GrpcServer::address() const { return impl_->address(); }
 uint64_t GrpcServer::refused_calls() const { return impl_->refused(); }
-std::shared_ptr<grpc::Channel> GrpcServer::InProcessChannel() const { return impl_->InProcessChannel(); }
 
 }  // namespace distrun

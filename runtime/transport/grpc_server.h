@@ -12,9 +12,6 @@
 #include "runtime/auth/munge_credentials.h"
 #include "runtime/service/service.h"
 
-namespace grpc {
-class Channel;
-}
 namespace spdlog {
 class logger;
 }
@@ -64,9 +61,6 @@ class GrpcServer {
   std::string address() const;
   // Calls refused for a missing or wrong token so far.
   uint64_t refused_calls() const;
-  // A channel to this server inside this process (gRPC's in-process transport: no socket, no HTTP/2), for
-  // the agent of the distrun that hosts the service. Calls on it are served, and refused, like any other.
-  std::shared_ptr<grpc::Channel> InProcessChannel() const;
 
  private:
   class Impl;
