@@ -97,23 +97,6 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     // The port is distrun's own (agent_channel_server.h): agents speak the agent channel on it and every
     // other connection is handed to gRPC, which listens on no port of its own.
     int listen_fd = Listen(host, port);
-    grpc::ServerBuilder builder;
-    builder.RegisterService(this);
-    builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
-    builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
-    // Bandwidth-delay probing pings every new connection to size flow-control windows for bulk transfers;
-    // coordination messages are small. Off (here and in every client) it saves a third of the
-    // coordinator's sendmsg calls per joining client (strace: 10.9 → 7.0 at 500 agents).
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    // No keepalive pings from the server (gRPC's default: every 2 hours): clients' deadlines and agents'
-    // heartbeats already catch a silent peer, and each connection's keepalive timer is one more entry in
-    // gRPC's timer list, which Debian's build (asserts on) checks by walking a hash chain.
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
-    server_ = builder.BuildAndStart();
-    if (!server_) {
-      ::close(listen_fd);
-      throw std::runtime_error("the runtime cannot start its gRPC server for " + config_.address);
-    }
     AgentChannelConfig channel;
     channel.token = config_.agent_token.empty() ? config_.token : config_.agent_token;
     channel.munge = config_.munge;
@@ -127,11 +110,16 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     channel.torch_store_threads = config_.torch_store_threads;
     channel.log = log_;
     channel.hand_off = [this](int fd, const std::string& peer) {
+      grpc::Server* server = Serving();
+      if (server == nullptr) {
+        ::close(fd);
+        return;
+      }
       {
         std::lock_guard lock(peers_mu_);
         peers_[fd] = peer;
       }
-      grpc::AddInsecureChannelFromFd(server_.get(), fd);
+      grpc::AddInsecureChannelFromFd(server, fd);
     };
     channel.refused = [this](const std::string& peer) {
       CountRefusal("hello on the agent channel", peer, "wrong job token");
@@ -148,13 +136,17 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     }
     tick_cv_.notify_all();
     if (ticker_.joinable()) ticker_.join();
-    if (!server_) return;  // never started: the service was not exposed and stays usable
+    if (!agents_) return;  // never started: the service was not exposed and stays usable
     // Pending waits finish their calls before gRPC is told to shut down, so no callback outlives it.
     service_.Shutdown();
     // Before gRPC's shutdown: the agent channel hands no connection to gRPC after this.
-    if (agents_) agents_->CloseAll("the coordination service is shutting down");
+    agents_->CloseAll("the coordination service is shutting down");
     CloseStreams();
-    server_->Shutdown(std::chrono::system_clock::now() + 1s);
+    {
+      std::lock_guard lock(grpc_mu_);
+      grpc_closed_ = true;
+      if (server_) server_->Shutdown(std::chrono::system_clock::now() + 1s);
+    }
     agents_.reset();
     server_.reset();
   }
@@ -608,6 +600,34 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     }
   }
 
+  // gRPC serves the workers' and users' calls only (node 0's agent calls the service in process, the others
+  // speak the agent channel), so it starts with the first connection handed to it, on the port's loop: a
+  // job whose workers never call the runtime never starts it, and no job waits for it to start (its
+  // threads and global state cost a local launch ~1 ms: bench/RESULTS.md). nullptr: shut down, or gRPC
+  // could not start (logged).
+  grpc::Server* Serving() {
+    std::lock_guard lock(grpc_mu_);
+    if (server_ || grpc_closed_) return server_.get();
+    grpc::ServerBuilder builder;
+    builder.RegisterService(this);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+    // Bandwidth-delay probing pings every new connection to size flow-control windows for bulk transfers;
+    // coordination messages are small. Off (here and in every client) it saves a third of the
+    // coordinator's sendmsg calls per joining client (strace: 10.9 → 7.0 at 500 agents).
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    // No keepalive pings from the server (gRPC's default: every 2 hours): clients' deadlines and agents'
+    // heartbeats already catch a silent peer, and each connection's keepalive timer is one more entry in
+    // gRPC's timer list, which Debian's build (asserts on) checks by walking a hash chain.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, INT_MAX);
+    server_ = builder.BuildAndStart();
+    if (!server_) {
+      grpc_closed_ = true;
+      log_->error("the runtime cannot start its gRPC server: workers' and commands' calls are refused");
+    }
+    return server_.get();
+  }
+
   void TickLoop() {
     auto next_progress = std::chrono::steady_clock::now() + config_.progress_interval;
     std::unique_lock lock(tick_mu_);
@@ -626,7 +646,9 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
   CoordinationService& service_;
   GrpcServerConfig config_;
   std::shared_ptr<spdlog::logger> log_;
-  std::unique_ptr<grpc::Server> server_;
+  std::mutex grpc_mu_;
+  std::unique_ptr<grpc::Server> server_;  // built by the first hand-off (Serving)
+  bool grpc_closed_ = false;
   std::unique_ptr<AgentChannelServer> agents_;
   int port_ = 0;
   std::string bound_;
