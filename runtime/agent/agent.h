@@ -1,8 +1,9 @@
 #pragma once
 // What the launcher uses (every distrun is an agent, also in local mode): connect to the coordination
-// service (over the agent channel, runtime/transport/agent_channel.h; node 0 in process, in_process_stream.h), keep this node's
-// liveness stream, join rendezvous, report failures and success, and learn of job stops. Events are queued
-// and announced on an eventfd, so the supervisor's poll loop can watch it.
+// service (over the agent channel, runtime/transport/agent_channel.h; node 0 in process,
+// in_process_stream.h), keep this node's liveness stream, join rendezvous, report failures and success, and
+// learn of job stops. Events are queued and announced on an eventfd, so the supervisor's poll loop can watch
+// it.
 
 #include <chrono>
 #include <condition_variable>
@@ -89,7 +90,7 @@ class Agent {
 
   AgentConfig config_;
   // Node 0's agent calls the service in its own process; every other one speaks the agent channel.
-  AgentChannel* channel_ = nullptr;         // stream_, when it is the agent channel
+  AgentChannel* channel_ = nullptr;        // stream_, when it is the agent channel
   InProcessStream* in_process_ = nullptr;  // stream_, when it is node 0's
   int event_fd_ = -1;
   int round_ = 0;
