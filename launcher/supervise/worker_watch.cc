@@ -141,7 +141,12 @@ NodeProgress WorkerWatch::Sample(int epoch, Clock::time_point now) {
       if (workers_[i].running) tracker_.Sample(i, board_->Read(static_cast<int>(i)), now);
     }
   }
-  if (now >= next_cpu_read_) {
+  // Not at the first sample: that comes as the workers start, where reading every process's stat file
+  // cost a local launch of 8 /bin/true 1 ms (more on a node with thousands of processes), and a worker's
+  // activity counts from its start anyway (ProgressTracker::Started).
+  if (next_cpu_read_ == Clock::time_point{}) {
+    next_cpu_read_ = now + kCpuReadInterval;
+  } else if (now >= next_cpu_read_) {
     next_cpu_read_ = now + kCpuReadInterval;
     ReadCpu(now);
   }
