@@ -47,7 +47,8 @@ class Sentinel {
   // of an elastic job fences itself; node 0 has gone on without it).
   void Watch(std::chrono::milliseconds timeout);
   void Pulse();
-  // distrun cleaned up itself and starts nothing more: the sentinel exits without killing anything.
+  // Every process of the job is gone, and distrun starts nothing more and removes its own directories: the
+  // sentinel exits without killing anything (reaped by Dismiss or the destructor).
   void Release();
   // Release, then reap the sentinel.
   void Dismiss();

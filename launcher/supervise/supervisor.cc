@@ -100,6 +100,10 @@ Supervisor::~Supervisor() {
     ::sigaction(SIGPIPE, &old_sigpipe_, nullptr);
     ::sigaction(SIGTTOU, &old_sigttou_, nullptr);
   }
+  // The scratch directories go before the sentinel is reaped (members are destroyed after this, in
+  // reverse order): one told to quit exits meanwhile; one that was not sweeps them too.
+  worker_watch_.reset();
+  error_files_.reset();
 }
 
 void Supervisor::WatchFd(int fd, short events, std::function<void(short)> on_ready) {
@@ -317,9 +321,11 @@ int Supervisor::Run() {
     log_->error("no restarts left (--max-restarts {}); exiting with the failed worker's code {}",
                 options_.max_restarts, exit_code_);
   }
-  sentinel_.Dismiss();
-  // Everything was killed and reaped by the loop; collect anything that raced with it.
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  // Told to quit, not waited for: it exits while this distrun cleans up, and is reaped last (~Supervisor).
+  sentinel_.Release();
+  // Everything else was killed and reaped by the loop; collect anything that raced with it.
+  for (pid_t pid; (pid = ::waitpid(-1, nullptr, WNOHANG)) > 0;) {
+    if (pid == sentinel_.pid()) sentinel_.SetReaped();
   }
   return exit_code_;
 }
