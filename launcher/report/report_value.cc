@@ -5,47 +5,72 @@
 namespace distrun {
 namespace {
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
+// Appends in place, unescaped runs at once: a --detect report of 8 workers holds ~1,000 strings, and
+// building each through temporaries cost a tenth of `distrun --detect` (callgrind).
+void AppendJsonString(const std::string& s, std::string& out) {
+  out += '"';
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const char* escape = nullptr;
+    char unicode[8];
     switch (c) {
       case '"':
-        out += "\\\"";
+        escape = "\\\"";
         break;
       case '\\':
-        out += "\\\\";
+        escape = "\\\\";
         break;
       case '\n':
-        out += "\\n";
+        escape = "\\n";
         break;
       case '\r':
-        out += "\\r";
+        escape = "\\r";
         break;
       case '\t':
-        out += "\\t";
+        escape = "\\t";
         break;
       default:
         if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
+          std::snprintf(unicode, sizeof(unicode), "\\u%04x", c);
+          escape = unicode;
         }
     }
+    if (escape == nullptr) continue;
+    out.append(s, run, i - run);
+    out += escape;
+    run = i + 1;
   }
-  return out + "\"";
+  out.append(s, run, std::string::npos);
+  out += '"';
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out;
+  AppendJsonString(s, out);
+  return out;
 }
 
 bool IsScalar(const ReportValue& v) {
   return !std::holds_alternative<ReportList>(v.value) && !std::holds_alternative<ReportMap>(v.value);
 }
 
+void AppendScalar(const ReportValue& v, std::string& out) {
+  if (std::holds_alternative<std::monostate>(v.value)) {
+    out += "null";
+  } else if (auto* b = std::get_if<bool>(&v.value)) {
+    out += *b ? "true" : "false";
+  } else if (auto* i = std::get_if<long long>(&v.value)) {
+    out += std::to_string(*i);
+  } else {
+    AppendJsonString(std::get<std::string>(v.value), out);
+  }
+}
+
 std::string Scalar(const ReportValue& v) {
-  if (std::holds_alternative<std::monostate>(v.value)) return "null";
-  if (auto* b = std::get_if<bool>(&v.value)) return *b ? "true" : "false";
-  if (auto* i = std::get_if<long long>(&v.value)) return std::to_string(*i);
-  return JsonString(std::get<std::string>(v.value));
+  std::string out;
+  AppendScalar(v, out);
+  return out;
 }
 
 // Lists of scalars stay on one line: they are short (device ids, ranks) and read better that way.
@@ -57,22 +82,26 @@ bool ScalarList(const ReportList& l) {
 }
 
 void WriteJson(const ReportValue& v, int indent, int depth, std::string& out) {
-  std::string pad(static_cast<size_t>(indent * (depth + 1)), ' ');
-  std::string close_pad(static_cast<size_t>(indent * depth), ' ');
+  const size_t pad = static_cast<size_t>(indent * (depth + 1));
+  const size_t close_pad = static_cast<size_t>(indent * depth);
   if (auto* l = std::get_if<ReportList>(&v.value)) {
     if (l->empty() || ScalarList(*l)) {
-      out += "[";
-      for (size_t i = 0; i < l->size(); ++i) out += (i ? ", " : "") + Scalar((*l)[i]);
-      out += "]";
+      out += '[';
+      for (size_t i = 0; i < l->size(); ++i) {
+        if (i > 0) out += ", ";
+        AppendScalar((*l)[i], out);
+      }
+      out += ']';
       return;
     }
     out += "[\n";
     for (size_t i = 0; i < l->size(); ++i) {
-      out += pad;
+      out.append(pad, ' ');
       WriteJson((*l)[i], indent, depth + 1, out);
       out += i + 1 < l->size() ? ",\n" : "\n";
     }
-    out += close_pad + "]";
+    out.append(close_pad, ' ');
+    out += ']';
   } else if (auto* m = std::get_if<ReportMap>(&v.value)) {
     if (m->empty()) {
       out += "{}";
@@ -80,13 +109,16 @@ void WriteJson(const ReportValue& v, int indent, int depth, std::string& out) {
     }
     out += "{\n";
     for (size_t i = 0; i < m->size(); ++i) {
-      out += pad + JsonString((*m)[i].first) + ": ";
+      out.append(pad, ' ');
+      AppendJsonString((*m)[i].first, out);
+      out += ": ";
       WriteJson((*m)[i].second, indent, depth + 1, out);
       out += i + 1 < m->size() ? ",\n" : "\n";
     }
-    out += close_pad + "}";
+    out.append(close_pad, ' ');
+    out += '}';
   } else {
-    out += Scalar(v);
+    AppendScalar(v, out);
   }
 }
 
