@@ -1,7 +1,5 @@
 #include "detect/devices.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -10,13 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <set>
 #include <sstream>
 #include <system_error>
 #include <tuple>
 #include <utility>
 
+#include "detect/directory.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
 
@@ -146,21 +144,6 @@ std::string ReadSmallFile(const fs::path& path) {
 }
 
 // The entries of a directory sorted by name; none when it cannot be read.
-// The names in `dir`, sorted; none when it cannot be read. readdir, not std::filesystem: /dev holds a
-// hundred entries or more and is listed on every launch, where a path object per entry and path-wise
-// sorting cost 0.7 M instructions per listing (callgrind), a sixth of `distrun --detect`.
-std::vector<std::string> ListNames(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return names;
-  while (const dirent* entry = ::readdir(d.get())) {
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 std::vector<fs::path> ListDir(const fs::path& dir) {
   std::vector<fs::path> entries;
   for (const std::string& name : ListNames(dir)) entries.push_back(dir / name);

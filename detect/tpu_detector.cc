@@ -23,6 +23,7 @@
 #include "detect/coordinator_port.h"
 #include "detect/detector.h"
 #include "detect/detector_util.h"
+#include "detect/directory.h"
 #include "detect/errors.h"
 #include "detect/gce_metadata.h"
 #include "detect/parse.h"
@@ -60,15 +61,13 @@ bool IsAccelDevice(std::string_view name) {
 // Signs that this machine is a TPU VM (the only place a metadata query can help).
 bool LooksLikeTpuVm(const Environment& env) {
   if (env.Has("TPU_ACCELERATOR_TYPE")) return true;
-  std::error_code ec;
-  for (fs::directory_iterator it(env.Path("/dev"), ec), end; !ec && it != end; it.increment(ec)) {
-    if (IsAccelDevice(it->path().filename().string())) return true;
+  for (const std::string& name : ListNames(env.Path("/dev"))) {
+    if (IsAccelDevice(name)) return true;
   }
-  ec.clear();
-  for (fs::directory_iterator it(env.Path("/sys/bus/pci/devices"), ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (FirstToken(it->path() / "vendor") != kGooglePciVendor) continue;
-    std::string device = FirstToken(it->path() / "device");
+  const fs::path pci = env.Path("/sys/bus/pci/devices");
+  for (const std::string& name : ListNames(pci)) {
+    if (FirstToken(pci / name / "vendor") != kGooglePciVendor) continue;
+    std::string device = FirstToken(pci / name / "device");
     if (std::find(kTpuPciDevices.begin(), kTpuPciDevices.end(), device) != kTpuPciDevices.end()) return true;
   }
   return false;
