@@ -16,7 +16,8 @@
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin
 //                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1] [--store-threads N]
 //   distrun-bench python-site [--python PATH] [--runs N]
-//   distrun-bench guard [--distrun PATH] [--recorded FILE] [--repeats N]   (the hot path's ratios, ~1 min)
+//   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N]   (the hot path's
+//   ratios, ~1 min)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
