@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
+#include <string_view>
 
 #include "launcher/process/signal_names.h"
 #include "launcher/supervise/node_check.h"
@@ -177,19 +179,78 @@ void Supervisor::SetUpProcess() {
 }
 
 std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const WorkerPlan& plan) const {
-  std::map<std::string, std::string, std::less<>> vars = env_.vars;
-  for (const auto& [name, value] : plan.env) vars[name] = value;
-  for (const std::string& name : plan.unset) vars.erase(name);
-  worker_watch_->AddVariables(slot, vars);
+  // Three sorted layers merged as the entries are written, without copying any of them into a map per
+  // worker (that was most of the time before the first of 64 workers started): distrun's environment,
+  // the plan's variables over it (both less the plan's unset names), distrun's own per-worker ones on top.
+  const std::set<std::string_view> unset(plan.unset.begin(), plan.unset.end());
+  using View = std::pair<std::string_view, std::string_view>;
+  std::vector<View> planned;
+  planned.reserve(plan.env.size());
+  for (const auto& [name, value] : plan.env) {
+    if (!unset.contains(name)) planned.emplace_back(name, value);
+  }
+  // A later entry for a name wins, as assignment would have it.
+  std::stable_sort(planned.begin(), planned.end(),
+                   [](const View& a, const View& b) { return a.first < b.first; });
+  auto last = std::unique(planned.rbegin(), planned.rend(),
+                          [](const View& a, const View& b) { return a.first == b.first; });
+  planned.erase(planned.begin(), last.base());
+
+  WorkerWatch::Variables own;
+  // AddVariables extends the PYTHONPATH the worker would have.
+  auto path = std::lower_bound(planned.begin(), planned.end(), std::string_view("PYTHONPATH"),
+                               [](const View& v, std::string_view name) { return v.first < name; });
+  if (path != planned.end() && path->first == "PYTHONPATH") {
+    own["PYTHONPATH"] = path->second;
+  } else if (const std::string* inherited = env_.Get("PYTHONPATH");
+             inherited != nullptr && !unset.contains("PYTHONPATH")) {
+    own["PYTHONPATH"] = *inherited;
+  }
+  worker_watch_->AddVariables(slot, own);
   if (link_ && options_.export_distrun) {
-    for (const auto& [name, value] : link_->WorkerSecrets()) vars[name] = value;
+    for (const auto& [name, value] : link_->WorkerSecrets()) own[name] = value;
   }
   if (error_files_ && error_files_->enabled()) {
-    vars[std::string(kTorchErrorFileVariable)] = error_files_->PathFor(plan.process_id).string();
+    own[std::string(kTorchErrorFileVariable)] = error_files_->PathFor(plan.process_id).string();
   }
+
   std::vector<std::string> out;
-  out.reserve(vars.size());
-  for (const auto& [name, value] : vars) out.push_back(name + "=" + value);
+  out.reserve(env_.vars.size() + planned.size() + own.size());
+  auto write = [&out](std::string_view name, std::string_view value) {
+    std::string& e = out.emplace_back();
+    e.reserve(name.size() + 1 + value.size());
+    e.append(name).append(1, '=').append(value);
+  };
+  auto inherited = env_.vars.begin();
+  auto mine = planned.begin();
+  auto top = own.begin();
+  while (inherited != env_.vars.end() || mine != planned.end() || top != own.end()) {
+    // The smallest name among the three layers' next entries (views into the layers themselves).
+    std::string_view name;
+    bool any = false;
+    auto consider = [&](std::string_view candidate) {
+      if (!any || candidate < name) {
+        name = candidate;
+        any = true;
+      }
+    };
+    if (inherited != env_.vars.end()) consider(inherited->first);
+    if (mine != planned.end()) consider(mine->first);
+    if (top != own.end()) consider(top->first);
+    const bool in_env = inherited != env_.vars.end() && inherited->first == name;
+    const bool in_plan = mine != planned.end() && mine->first == name;
+    const bool in_own = top != own.end() && top->first == name;
+    if (in_own) {
+      write(name, top->second);
+    } else if (in_plan) {
+      write(name, mine->second);
+    } else if (!unset.contains(name)) {
+      write(name, inherited->second);
+    }
+    if (in_env) ++inherited;
+    if (in_plan) ++mine;
+    if (in_own) ++top;
+  }
   return out;
 }
 
