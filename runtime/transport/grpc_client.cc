@@ -145,8 +145,8 @@ class GrpcClient::Impl {
     // with thousands of agents' handshakes needs more than a backoff's 100 ms; attempts given up are
     // retried and pile up on it (10,000 agents starting at once never finished). gRPC's default.
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20'000);
-    channel_ = grpc::CreateCustomChannel(ChannelTarget(config_.address), grpc::InsecureChannelCredentials(),
-                                         args);
+    channel_ =
+        grpc::CreateCustomChannel(ChannelTarget(config_.address), grpc::InsecureChannelCredentials(), args);
     stub_ = v1::Coordination::NewStub(channel_);
   }
 

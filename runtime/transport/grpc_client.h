@@ -15,7 +15,6 @@
 
 #include "runtime/service/types.h"
 
-
 namespace distrun {
 
 struct GrpcClientConfig {
