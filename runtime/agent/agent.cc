@@ -59,14 +59,10 @@ Agent::Agent(AgentConfig config) : config_(std::move(config)), started_(std::chr
                     ")");
   };
   if (config_.in_process_service != nullptr) {
-    auto stream = std::make_unique<InProcessStream>(*config_.in_process_service, config_.join.node_rank,
-                                                    on_event, on_closed, first_join);
-    in_process_ = stream.get();
-    stream_ = std::move(stream);
+    stream_ = std::make_unique<InProcessStream>(*config_.in_process_service, config_.join.node_rank, on_event,
+                                                on_closed, first_join);
   } else {
-    auto channel = std::make_unique<AgentChannel>(ChannelOptions(config_, first_join), on_event, on_closed);
-    channel_ = channel.get();
-    stream_ = std::move(channel);
+    stream_ = std::make_unique<AgentChannel>(ChannelOptions(config_, first_join), on_event, on_closed);
   }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
 }
@@ -137,8 +133,7 @@ Status Agent::ReportFailure(const FailedWorker& failure, bool* root_cause) {
     std::lock_guard lock(mu_);
     round = round_;
   }
-  if (channel_) return channel_->ReportFailure(round, failure, root_cause);
-  return in_process_->ReportFailure(round, failure, root_cause);
+  return stream_->ReportFailure(round, failure, root_cause);
 }
 
 Status Agent::ReportSuccess() {

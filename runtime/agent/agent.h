@@ -89,9 +89,6 @@ class Agent {
   void HeartbeatLoop();
 
   AgentConfig config_;
-  // Node 0's agent calls the service in its own process; every other one speaks the agent channel.
-  AgentChannel* channel_ = nullptr;        // stream_, when it is the agent channel
-  InProcessStream* in_process_ = nullptr;  // stream_, when it is node 0's
   int event_fd_ = -1;
   int round_ = 0;
 
@@ -111,7 +108,9 @@ class Agent {
   bool progress_news_ = false;                           // the least advanced rank moved since the last send
   std::chrono::steady_clock::time_point progress_sent_;
 
-  std::unique_ptr<LivenessStream> stream_;
+  // Node 0's agent calls the service in its own process (InProcessStream); every other one speaks the agent
+  // channel.
+  std::unique_ptr<AgentStream> stream_;
   std::thread heartbeat_;
 };
 

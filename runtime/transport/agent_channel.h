@@ -31,7 +31,7 @@ struct AgentChannelOptions {
   std::chrono::milliseconds call_timeout{30'000};
 };
 
-class AgentChannel final : public LivenessStream {
+class AgentChannel final : public AgentStream {
  public:
   // `on_event` and then, exactly once, `on_closed` run on the channel's reader thread.
   AgentChannel(AgentChannelOptions options, std::function<void(const JobEvent&)> on_event,
@@ -47,8 +47,8 @@ class AgentChannel final : public LivenessStream {
   bool SendStacks(const StacksReply& reply) override;
   void Close() override;
 
-  // As the ReportFailure call: blocks until the coordinator answers, the channel ends or the call timeout.
-  Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause);
+  // Blocks until the coordinator answers, the channel ends or the call timeout.
+  Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) override;
 
  private:
   struct Call {

@@ -54,6 +54,13 @@ class LivenessStream {
   virtual void Close() = 0;
 };
 
+// An agent's stream that also carries its failure reports: the agent channel, and node 0's stream in process.
+class AgentStream : public LivenessStream {
+ public:
+  // As the ReportFailure call: blocks until the coordinator answers (or the stream ends, or a timeout).
+  virtual Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) = 0;
+};
+
 class GrpcClient {
  public:
   // Does not block: the connection is made by the first call.

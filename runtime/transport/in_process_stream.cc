@@ -75,33 +75,35 @@ bool InProcessStream::Join(const NodeJoin& join) {
   return true;
 }
 
+bool InProcessStream::Attached() const { return stream_id_ && shared_->open(); }
+
 bool InProcessStream::SendHeartbeat() {
-  if (!stream_id_ || !shared_->open()) return false;
+  if (!Attached()) return false;
   service_.Heartbeat(*stream_id_);
   return true;
 }
 
 bool InProcessStream::SendJoin(const NodeJoin& join) {
-  if (!stream_id_ || !shared_->open()) return false;
+  if (!Attached()) return false;
   return Join(join);
 }
 
 bool InProcessStream::SendSuccess(int restart_round) {
-  if (!stream_id_ || !shared_->open()) return false;
+  if (!Attached()) return false;
   // Unanswered, as on the wire; the service's refusal (a round already over) changes nothing for the node.
   (void)service_.ReportSuccess(node_rank_, restart_round);
   return true;
 }
 
 bool InProcessStream::SendProgress(const NodeProgress& progress) {
-  if (!stream_id_ || !shared_->open()) return false;
+  if (!Attached()) return false;
   service_.Heartbeat(*stream_id_);
   service_.ReportProgress(node_rank_, progress);
   return true;
 }
 
 bool InProcessStream::SendStacks(const StacksReply& reply) {
-  if (!stream_id_ || !shared_->open()) return false;
+  if (!Attached()) return false;
   service_.Heartbeat(*stream_id_);
   service_.ReportStacks(node_rank_, reply);
   return true;

@@ -15,7 +15,7 @@ namespace distrun {
 
 class CoordinationService;
 
-class InProcessStream final : public LivenessStream {
+class InProcessStream final : public AgentStream {
  public:
   // Attaches node `node_rank` at once and joins `first_join` (round 0) if given. `on_event` may run on any
   // thread that calls the service, while the service holds its lock: it must only queue. A refused attach
@@ -33,12 +33,12 @@ class InProcessStream final : public LivenessStream {
   bool SendStacks(const StacksReply& reply) override;
   void Close() override;
 
-  // As the ReportFailure call.
-  Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause);
+  Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) override;
 
  private:
   struct Shared;
   bool Join(const NodeJoin& join);
+  bool Attached() const;  // attached, and not closed since
 
   CoordinationService& service_;
   const int node_rank_;
