@@ -179,28 +179,29 @@ void Supervisor::SetUpProcess() {
 }
 
 std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const WorkerPlan& plan) const {
-  // Three sorted layers merged as the entries are written, without copying any of them into a map per
-  // worker (that was most of the time before the first of 64 workers started): distrun's environment,
-  // the plan's variables over it (both less the plan's unset names), distrun's own per-worker ones on top.
+  // The worker's own variables (the plan's, distrun's per-worker ones over them) as one sorted list of
+  // views, merged with distrun's environment as the entries are written: copying that environment into a map
+  // per worker was most of the time before the first of 64 workers started.
   const std::set<std::string_view> unset(plan.unset.begin(), plan.unset.end());
   using View = std::pair<std::string_view, std::string_view>;
-  std::vector<View> planned;
-  planned.reserve(plan.env.size());
+  std::vector<View> mine;
+  mine.reserve(plan.env.size() + 8);
   for (const auto& [name, value] : plan.env) {
-    if (!unset.contains(name)) planned.emplace_back(name, value);
+    if (!unset.contains(name)) mine.emplace_back(name, value);
   }
   // A later entry for a name wins, as assignment would have it.
-  std::stable_sort(planned.begin(), planned.end(),
-                   [](const View& a, const View& b) { return a.first < b.first; });
-  auto last = std::unique(planned.rbegin(), planned.rend(),
+  std::stable_sort(mine.begin(), mine.end(), [](const View& a, const View& b) { return a.first < b.first; });
+  auto last = std::unique(mine.rbegin(), mine.rend(),
                           [](const View& a, const View& b) { return a.first == b.first; });
-  planned.erase(planned.begin(), last.base());
+  mine.erase(mine.begin(), last.base());
+  auto find = [&mine](std::string_view name) {
+    return std::lower_bound(mine.begin(), mine.end(), name,
+                            [](const View& v, std::string_view n) { return v.first < n; });
+  };
 
   WorkerWatch::Variables own;
   // AddVariables extends the PYTHONPATH the worker would have.
-  auto path = std::lower_bound(planned.begin(), planned.end(), std::string_view("PYTHONPATH"),
-                               [](const View& v, std::string_view name) { return v.first < name; });
-  if (path != planned.end() && path->first == "PYTHONPATH") {
+  if (auto path = find("PYTHONPATH"); path != mine.end() && path->first == "PYTHONPATH") {
     own["PYTHONPATH"] = path->second;
   } else if (const std::string* inherited = env_.Get("PYTHONPATH");
              inherited != nullptr && !unset.contains("PYTHONPATH")) {
@@ -213,44 +214,34 @@ std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const Worker
   if (error_files_ && error_files_->enabled()) {
     own[std::string(kTorchErrorFileVariable)] = error_files_->PathFor(plan.process_id).string();
   }
+  for (const auto& [name, value] : own) {
+    auto at = find(name);
+    if (at != mine.end() && at->first == name) {
+      at->second = value;
+    } else {
+      mine.emplace(at, name, value);
+    }
+  }
 
   std::vector<std::string> out;
-  out.reserve(env_.vars.size() + planned.size() + own.size());
+  out.reserve(env_.vars.size() + mine.size());
   auto write = [&out](std::string_view name, std::string_view value) {
     std::string& e = out.emplace_back();
     e.reserve(name.size() + 1 + value.size());
     e.append(name).append(1, '=').append(value);
   };
+  // distrun's environment under the worker's entries; an inherited entry the plan unsets is left out.
   auto inherited = env_.vars.begin();
-  auto mine = planned.begin();
-  auto top = own.begin();
-  while (inherited != env_.vars.end() || mine != planned.end() || top != own.end()) {
-    // The smallest name among the three layers' next entries (views into the layers themselves).
-    std::string_view name;
-    bool any = false;
-    auto consider = [&](std::string_view candidate) {
-      if (!any || candidate < name) {
-        name = candidate;
-        any = true;
-      }
-    };
-    if (inherited != env_.vars.end()) consider(inherited->first);
-    if (mine != planned.end()) consider(mine->first);
-    if (top != own.end()) consider(top->first);
-    const bool in_env = inherited != env_.vars.end() && inherited->first == name;
-    const bool in_plan = mine != planned.end() && mine->first == name;
-    const bool in_own = top != own.end() && top->first == name;
-    if (in_own) {
-      write(name, top->second);
-    } else if (in_plan) {
-      write(name, mine->second);
-    } else if (!unset.contains(name)) {
-      write(name, inherited->second);
-    }
-    if (in_env) ++inherited;
-    if (in_plan) ++mine;
-    if (in_own) ++top;
+  auto pass_inherited = [&] {
+    if (!unset.contains(inherited->first)) write(inherited->first, inherited->second);
+    ++inherited;
+  };
+  for (const auto& [name, value] : mine) {
+    while (inherited != env_.vars.end() && inherited->first < name) pass_inherited();
+    if (inherited != env_.vars.end() && inherited->first == name) ++inherited;  // the worker's wins
+    write(name, value);
   }
+  while (inherited != env_.vars.end()) pass_inherited();
   return out;
 }
 
