@@ -127,8 +127,10 @@ slurm_task=(SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID=0 SLURM_NTASKS=1 SLUR
 step jax-no-args-cpu "$distrun" --nproc-per-node 2 -- "$python" bench/gpu_jax_world.py cpu
 step jax-no-args-slurm-per-node env "${slurm_task[@]}" "$distrun" --cluster-detection-method local \
   --nproc-per-node 2 -- "$python" bench/gpu_jax_world.py cpu
+# Without distrun's sitecustomize: python -S, then only the venv's and site-packages directories added (their
+# .pth files read, no sitecustomize run), so JAX is importable but only its own cluster detection runs.
 step jax-no-args-slurm-per-node-no-site env "${slurm_task[@]}" "$distrun" --cluster-detection-method local \
-  --nproc-per-node 2 -- "$python" -S bench/gpu_jax_world.py cpu
+  --nproc-per-node 2 -- "$python" -S -c "import runpy, site, sys; site.addsitepackages(site.venv(set())); sys.argv = ['w', 'cpu']; runpy.run_path('bench/gpu_jax_world.py', run_name='__main__')"
 step jax-no-args-gpu "$distrun" -- "$python" bench/gpu_jax_world.py
 step jax-no-args-keras env KERAS_BACKEND=jax "$distrun" --nproc-per-node 2 -- "$python" -c \
   "import jax; jax.config.update('jax_platforms', 'cpu'); jax.config.update('jax_cpu_collectives_implementation', 'gloo'); import keras; keras.distribution.initialize(); print('keras', jax.process_index(), jax.process_count())"
@@ -179,6 +181,10 @@ wheel_venv() {
   [ -n "$whl" ] || { echo "no dist/distrun-*.whl: build it with scripts/build.sh wheel and carry dist"; return 1; }
   venv=$(mktemp -d)/venv
   "$python" -m venv --system-site-packages "$venv" && "$venv/bin/pip" install -q --no-index "$whl" || return 1
+  # Where PYTHON is itself a venv, --system-site-packages reaches its base interpreter, not its packages
+  # (torch, JAX): a .pth file in the new venv names PYTHON's site-packages directories.
+  "$python" -c "import site; print('\n'.join(site.getsitepackages()))" >"$("$venv/bin/python" -c \
+    "import site; print(site.getsitepackages()[0])")/parent-site.pth" || return 1
   ldd --version | head -1
   PATH=$venv/bin:$PATH STORE_WORKER_BACKEND=nccl "$venv/bin/distrun" -- python tests/integration/torch_store_worker.py &&
     PATH=$venv/bin:$PATH "$venv/bin/distrun" --nproc-per-node 2 -- python -c \
@@ -190,6 +196,21 @@ step wheel-venv wheel_venv
 # the other 12; torch 2.x's two servers.
 STEP_TIMEOUT=300 step torch-store-bench "$build/bench/distrun-bench" torch-store --ranks "${TORCH_STORE_RANKS:-1000,10000,100000}" \
   --torch-python "$python" --torch-libuv 0,1 --torch-max-ranks 100000 --torch-timeout-s 45 --threads 8 --pin 4
+# The same in a network namespace of its own whose accept queues hold every connection
+# (net.core.somaxconn is per namespace; the host's 4096 drops thousands of SYNs at 10,000 ranks, and each
+# dropped SYN costs its rank a 1 s, then 2 s, retransmission: walls fall on 1 s steps that say more about
+# the kernel's timers than about the server).
+store_bench_in_netns() {  # inside the namespace: loopback up (ip, or an ioctl where ip is missing)
+  ip link set lo up 2>/dev/null || "$python" -c "import fcntl, socket, struct
+fcntl.ioctl(socket.socket(), 0x8914, struct.pack('16sH22x', b'lo', 0x49))" || return 1  # SIOCSIFFLAGS UP|LOOPBACK|RUNNING
+  sysctl -q -w net.core.somaxconn=65535 net.ipv4.tcp_max_syn_backlog=65535 || return 1
+  "$build/bench/distrun-bench" torch-store --ranks "${TORCH_STORE_RANKS:-1000,10000,100000}" --torch-python "$python" \
+    --torch-libuv 0,1 --torch-max-ranks 100000 --torch-timeout-s 45 --threads 8 --pin 4
+}
+store_bench_netns() { unshare -n bash -c store_bench_in_netns; }
+export build
+export -f store_bench_in_netns store_bench_netns
+STEP_TIMEOUT=300 step torch-store-bench-netns store_bench_netns
 
 # Launches that end must end every time: 20 more of each kind, each within 60 s.
 repeat() {
