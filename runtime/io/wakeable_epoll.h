@@ -40,8 +40,8 @@ class WakeableEpoll {
   }
 
   // Wait, for a loop whose connections are `conns` (descriptor → shared connection): for each ready one
-  // still there, on_writable(conn) when it may be written, then on_readable(conn) when it has input, was
-  // hung up or failed. The connection is held while both run, which may drop it.
+  // still there, on_writable(conn) when it may be written, then on_readable(conn, events) when it has
+  // input, was hung up or failed. The connection is held while both run, which may drop it.
   template <typename Conns, typename OnWritable, typename OnReadable>
   void WaitForConnections(std::vector<epoll_event>* events, int timeout_ms, const Conns& conns,
                           const OnWritable& on_writable, const OnReadable& on_readable) const {
@@ -50,7 +50,7 @@ class WakeableEpoll {
       if (it == conns.end()) return;
       auto conn = it->second;
       if (ev & EPOLLOUT) on_writable(conn);
-      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(conn);
+      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(conn, ev);
     });
   }
 

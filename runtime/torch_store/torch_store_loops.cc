@@ -107,7 +107,7 @@ class TorchStoreLoops::Loop {
     while (!stop_.load()) {
       epoll_.WaitForConnections(
           &events, kLoopWaitMs, conns_, [this](const ConnPtr& c) { Flush(c); },
-          [this](const ConnPtr& c) { Read(c); });
+          [this](const ConnPtr& c, uint32_t ev) { Read(c, ev); });
       TakeInbox();
       const auto now = SteadyClock::now();
       if (now >= next_scan) {
@@ -173,14 +173,14 @@ class TorchStoreLoops::Loop {
     closed_cv_.notify_all();
   }
 
-  // Edge-triggered: reads until the socket has nothing more.
-  void Read(const ConnPtr& conn) {
+  // Edge-triggered: reads what the socket holds (`events`: what epoll reported).
+  void Read(const ConnPtr& conn, uint32_t events) {
     if (conn->dead) return;  // dropped by the Flush before: its descriptor may be another's by now
-    const bool open = ReadAvailable(conn->fd, &buffer_, [&](std::string_view bytes) {
+    const bool open = ReadAvailable(conn->fd, &buffer_, events, [&](std::string_view bytes) {
       if (conn->close_by != SteadyClock::time_point::max()) return;  // closing: the rest is not read
       owner_.Feed(conn, bytes);
     });
-    if (!open) Drop(conn);  // closed by the worker, or broken
+    if (!open) Drop(conn, /*peer_gone=*/true);  // closed by the worker, or broken
   }
 
   // Writes what is queued; watches for room when the socket is full; closes a connection that is done.
@@ -195,8 +195,9 @@ class TorchStoreLoops::Loop {
     if (drop) Drop(conn);
   }
 
-  // Never under conn->mu or the owner's mutex.
-  void Drop(const ConnPtr& conn) {
+  // Never under conn->mu or the owner's mutex. `peer_gone`: its input ended or broke, so nothing is left to
+  // read away before an orderly close, and close() alone sends what ends it.
+  void Drop(const ConnPtr& conn, bool peer_gone = false) {
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
@@ -205,7 +206,11 @@ class TorchStoreLoops::Loop {
     }
     owner_.Forget(*conn);
     epoll_.Forget(conn->fd);
-    CloseInOrder(conn->fd, &buffer_);
+    if (peer_gone) {
+      ::close(conn->fd);
+    } else {
+      CloseInOrder(conn->fd, &buffer_);
+    }
     conns_.erase(conn->fd);
   }
 

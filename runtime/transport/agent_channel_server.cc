@@ -183,7 +183,7 @@ class AgentChannelServer::Loop {
     while (!stop_.load()) {
       epoll_.WaitForConnections(
           &events, kLoopWaitMs, conns_, [this](const ConnPtr& c) { Flush(c); },
-          [this](const ConnPtr& c) { Read(c); });
+          [this](const ConnPtr& c, uint32_t ev) { Read(c, ev); });
       AddAccepted();
       ApplyVerdicts();
       FlushQueued();
@@ -259,11 +259,11 @@ class AgentChannelServer::Loop {
     }
   }
 
-  // Edge-triggered: reads until the socket has nothing more.
-  void Read(const ConnPtr& conn) {
+  // Edge-triggered: reads what the socket holds (`events`: what epoll reported).
+  void Read(const ConnPtr& conn, uint32_t events) {
     if (conn->dead) return;  // dropped by the Flush before: its descriptor may be another's by now
     if (conn->phase == Conn::Phase::kPreface && !ReadPreface(conn)) return;
-    const bool open = ReadAvailable(conn->fd, &buffer_, [&](std::string_view bytes) {
+    const bool open = ReadAvailable(conn->fd, &buffer_, events, [&](std::string_view bytes) {
       if (conn->refusing) return;  // its answer is on the way; the rest is not read
       conn->reader.Append(bytes.data(), bytes.size());
       if (conn->verifying && conn->reader.buffered() > kMaxWhileVerifyingBytes) {
