@@ -502,9 +502,15 @@ void Supervisor::OnJobDecisions() {
       case JobDecision::Kind::kStop:
         no_restart_ = true;
         if (d.exit_code == kFencedExitCode) {
-          // An elastic job went on without this node while it was frozen or cut off.
-          log_->error("{}; stopping this node's workers", d.reason);
-          if (phase_ == Phase::kRunning) BeginStop(StopReason::kExternal, d.exit_code);
+          // An elastic job went on without this node while it was frozen or cut off: its workers must not
+          // run beside the next epoch's, so they get no grace period.
+          if (phase_ == Phase::kRunning) {
+            log_->error("{}; killing this node's workers at once", d.reason);
+            BeginStop(StopReason::kExternal, d.exit_code);
+            HurryStop();
+          } else {
+            log_->error("{}", d.reason);
+          }
           exit_code_ = d.exit_code;
         } else if (phase_ == Phase::kRunning && d.coordinator_lost && options_.elastic) {
           // Cut off (or node 0 is gone): the job may already go on without this node, so its workers end
@@ -514,7 +520,7 @@ void Supervisor::OnJobDecisions() {
               "without it)",
               d.reason);
           BeginStop(StopReason::kExternal, d.exit_code);
-          kill_at_ = Clock::now();
+          HurryStop();
         } else if (phase_ == Phase::kRunning) {
           log_->error("the job stopped: {}; stopping this node's workers", d.reason);
           BeginStop(StopReason::kExternal, d.exit_code);
@@ -665,9 +671,9 @@ void Supervisor::CheckTimers(Clock::time_point now) {
   }
   if (phase_ != Phase::kStopping) return;
   if (!killed_ && now >= kill_at_) {
-    if (!JobGone()) {
-      log_->warn("workers still running {} after SIGTERM (--grace-period); sending SIGKILL",
-                 Seconds(options_.grace_period_s));
+    if (!JobGone() && !hurried_) {
+      log_->warn("workers still running {} after {} (--grace-period); sending SIGKILL",
+                 Seconds(options_.grace_period_s), SignalName(stop_signal_));
     }
     SignalJob(SIGKILL);
     killed_ = true;
@@ -690,6 +696,7 @@ void Supervisor::BeginStop(StopReason reason, int exit_code, int first_signal) {
   stop_reason_ = reason;
   exit_code_ = exit_code;
   killed_ = false;
+  hurried_ = false;
   signalled_while_stopping_ = false;
   const auto now = Clock::now();
   kill_at_ = now + std::chrono::duration_cast<Clock::duration>(
@@ -704,6 +711,11 @@ void Supervisor::BeginStop(StopReason reason, int exit_code, int first_signal) {
   for (Worker& w : workers_) {
     if (w.started) w.child.SignalGroup(SIGCONT);
   }
+}
+
+void Supervisor::HurryStop() {
+  kill_at_ = Clock::now();
+  hurried_ = true;
 }
 
 void Supervisor::TakeTerminal() {
@@ -793,7 +805,7 @@ void Supervisor::HandleSignals() {
         // grace period. The exit code stays that of the first reason to stop.
         if (stop_reason_ == StopReason::kSignal || signalled_while_stopping_) {
           log_->warn("received {} while stopping; killing the workers now", SignalName(sig));
-          kill_at_ = Clock::now();
+          HurryStop();
         } else {
           signalled_while_stopping_ = true;
           log_->warn(

@@ -129,6 +129,8 @@ class Supervisor {
   void AwaitSentinel();
 
   void BeginStop(StopReason reason, int exit_code, int first_signal = SIGTERM);
+  // The stop kills at once (SIGKILL on the next turn, without the grace period); the caller said why.
+  void HurryStop();
   // Sends `signal` to the process group of every worker that runs; returns how many got it.
   int SignalRunningWorkers(int signal);
   void SignalJob(int signal);
@@ -203,6 +205,7 @@ class Supervisor {
   int stop_signal_ = SIGTERM;
   std::set<pid_t> signalled_orphans_;  // during the grace period: each orphan gets the stop signal once
   bool killed_ = false;
+  bool hurried_ = false;                   // HurryStop: the SIGKILL was announced, not a grace period's end
   bool signalled_while_stopping_ = false;  // a stop not begun by a signal got one: the next kills
   bool gave_up_ = false;                   // on processes that SIGKILL does not end
   Clock::time_point give_up_at_;

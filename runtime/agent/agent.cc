@@ -273,14 +273,16 @@ void Agent::HeartbeatLoop() {
       progress_news_ = false;
       progress_sent_ = now;
     }
+    const auto unanswered = std::chrono::duration_cast<std::chrono::milliseconds>(
+        last_answer_ ? now - *last_answer_ : std::chrono::steady_clock::duration{});
     lock.unlock();
     if (lost) {
       CoordinatorLost(*lost);
       stream_->Close();
     } else if (progress) {
-      stream_->SendProgress(*progress);
+      stream_->SendProgress(*progress, unanswered);
     } else if (beat) {
-      stream_->SendHeartbeat();
+      stream_->SendHeartbeat(unanswered);
     }
     lock.lock();
   }

@@ -87,6 +87,17 @@ void CoordinationService::SetHeartbeatDeadline(NodeState& node) {
   earliest_heartbeat_deadline_ = std::min(earliest_heartbeat_deadline_, *node.heartbeat_deadline);
 }
 
+bool CoordinationService::HeldFailureIsDue(Clock::time_point now) const {
+  if (now < held_failure_->act_at) return false;
+  if (now >= held_failure_->reported + config_.heartbeat_timeout + config_.fence_wait) return true;
+  for (int i = 0; i < Agents(); ++i) {
+    const NodeState& n = nodes_[static_cast<size_t>(i)];
+    if (membership_.lost(i) || !membership_.seat(i) || !n.heartbeat_deadline || n.succeeded) continue;
+    if (n.heard_well < held_failure_->reported) return false;
+  }
+  return true;
+}
+
 std::string CoordinationService::MissingNodes() const {
   std::vector<std::string> missing;
   for (int i = 0; i < Agents(); ++i) {
@@ -304,6 +315,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   uint64_t id = next_id_++;
   node.stream = id;
   SetHeartbeatDeadline(node);
+  node.heard_well = Now();
   streams_[id] = node_rank;
   if (Fenced(node_rank)) {
     sink(FencedEvent(node_rank));  // it may have been away (frozen, partitioned) while the job went on
@@ -319,7 +331,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   return Status::Ok();
 }
 
-void CoordinationService::Heartbeat(uint64_t stream_id) {
+void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
@@ -328,7 +340,9 @@ void CoordinationService::Heartbeat(uint64_t stream_id) {
     return;
   }
   // Later than the deadline it replaces, so the earliest deadline stays a lower bound.
-  nodes_[static_cast<size_t>(it->second)].heartbeat_deadline = Now() + config_.heartbeat_timeout;
+  NodeState& node = nodes_[static_cast<size_t>(it->second)];
+  node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
+  if (unanswered * 2 < config_.heartbeat_timeout) node.heard_well = Now();
   sinks_[stream_id](JobEvent{});
 }
 
@@ -404,7 +418,7 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
     if (held_failure_) return Status::Ok();  // the first report of the epoch is the root cause
     *root_cause = true;
     if (config_.elastic && config_.failure_hold.count() > 0) {
-      held_failure_.emplace(failure, Now() + config_.failure_hold);  // Tick acts on it, unless a node is lost
+      held_failure_ = HeldFailure{failure, Now(), Now() + config_.failure_hold};  // Tick acts, unless a loss
       return Status::Ok();
     }
     RecordFailure(failure, /*allow_restart=*/true, completions);
@@ -712,8 +726,8 @@ void CoordinationService::Tick() {
     }
     if (grow_at_ && now >= *grow_at_) GrowWorld(completions);
     if (state_ == JobState::kRendezvous) CompleteIfAllJoined(completions);  // a held epoch's time came
-    if (held_failure_ && now >= held_failure_->second && state_ == JobState::kRunning) {
-      FailedWorker f = std::move(held_failure_->first);
+    if (held_failure_ && state_ == JobState::kRunning && HeldFailureIsDue(now)) {
+      FailedWorker f = std::move(held_failure_->failure);
       held_failure_.reset();
       RecordFailure(f, /*allow_restart=*/true, completions);
     }

@@ -46,7 +46,10 @@ struct ServiceConfig {
   // job.
   std::optional<ElasticRange> elastic;
   // Elastic jobs: how long the first worker failure of an epoch waits before it is acted on, so that the
-  // loss of a node that caused it (its peers' collectives fail when it dies) wins and the job goes on.
+  // loss of a node that caused it (its peers' collectives fail when it dies) wins and the job goes on. After
+  // it the failure still waits until every member of the epoch has been heard, hearing the coordinator,
+  // since the report (a node cut off from node 0 kills its workers, and their peers fail before node 0
+  // knows it lost that node), at most heartbeat_timeout + fence_wait.
   std::chrono::milliseconds failure_hold{0};
   // Elastic jobs: after a node is lost to heartbeat silence, the next epoch's workers start no sooner than
   // this, so that the lost node has fenced itself first (its sentinel and agent count the same timeout
@@ -107,8 +110,10 @@ class CoordinationService {
   // A node that was lost (elastic jobs go on without it) is fenced: whatever it sends, it is told to stop
   // with kFencedExitCode.
   Status AttachAgent(int node_rank, EventSink sink, uint64_t* stream_id);
-  // Refreshes the node's deadline and answers with a heartbeat event.
-  void Heartbeat(uint64_t stream_id);
+  // Refreshes the node's deadline and answers with a heartbeat event. `unanswered`: how long the node had
+  // heard nothing from the coordinator when it sent it (half the heartbeat timeout or more: it is about to
+  // fence itself, so it does not vouch for its workers).
+  void Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered = {});
   // The stream broke: the node is dead at once unless it has finished or the job is over.
   void DetachAgent(uint64_t stream_id);
 
@@ -169,7 +174,13 @@ class CoordinationService {
     JoinDone join_done;
     std::optional<uint64_t> stream;
     std::optional<Clock::time_point> heartbeat_deadline;
-    bool succeeded = false;  // this round
+    Clock::time_point heard_well{};  // last attached or heartbeat while it still heard the coordinator
+    bool succeeded = false;          // this round
+  };
+  struct HeldFailure {
+    FailedWorker failure;
+    Clock::time_point reported;
+    Clock::time_point act_at;  // reported + failure_hold: the soonest it is acted on
   };
   struct KvWaiter {
     uint64_t id;
@@ -194,6 +205,9 @@ class CoordinationService {
   std::string WorkerName(int process_id) const;
   std::string MissingNodes() const;
   void SetHeartbeatDeadline(NodeState& node);
+  // Whether a held failure is acted on now: every member of the epoch was heard well since it was
+  // reported, or the longest a lost node can take to be declared lost has passed.
+  bool HeldFailureIsDue(Clock::time_point now) const;
   void ExpireKvWaits(Clock::time_point now, Completions& completions);
   Status ValidateKey(const std::string& key) const;
   Status StoreValue(const std::string& key, const std::string& value, Completions& completions);
@@ -241,7 +255,7 @@ class CoordinationService {
   std::vector<std::pair<int, int>> arrivals_;  // (node rank, epoch it arrived in)
   std::optional<Clock::time_point> grow_at_;   // scale-up now: when the arrivals' epoch begins
   Clock::time_point hold_epoch_until_{};       // a silent node's fence_wait
-  std::optional<std::pair<FailedWorker, Clock::time_point>> held_failure_;  // and when it is acted on
+  std::optional<HeldFailure> held_failure_;
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;  // by node rank (the agent's number): the started nodes, then arrivals
   Membership membership_;

@@ -346,6 +346,78 @@ TEST_F(ElasticServiceTest, AHeldFailureWithoutALossIsActedOnAfterTheHold) {
   EXPECT_EQ(service_->RootCause()->node_rank, 1);
 }
 
+TEST_F(ElasticServiceTest, AHeldFailureWaitsUntilEveryMemberIsHeardWellSinceIt) {
+  Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms);
+  Start();
+  *now_ += 1s;
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, Failure(1, 2, 7), &root).ok());
+  *now_ += 250ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);  // nobody heard since the report
+  service_->Heartbeat(streams_[0].id, 0ms);
+  service_->Heartbeat(streams_[1].id, 600ms);
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);  // node 2 not yet
+  service_->Heartbeat(streams_[2].id, 4999ms);        // under half the 10 s timeout: it hears node 0
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kStopped);
+  EXPECT_EQ(service_->ExitCode(), 7);
+}
+
+TEST_F(ElasticServiceTest, AFailureWhileAMemberHearsNothingIsThatMembersLoss) {
+  // The gray failure: node 2's link drops packets. Node 0 still hears some of its heartbeats, but node 2
+  // has heard nothing for a while, kills its workers when its timeout comes, and their peers' collective
+  // fails before node 2's close reaches node 0. The loss explains the failure.
+  Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms);
+  Start();
+  *now_ += 1s;
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, Failure(1, 2, 1), &root).ok());
+  EXPECT_TRUE(root);
+  *now_ += 300ms;
+  service_->Heartbeat(streams_[0].id, 0ms);
+  service_->Heartbeat(streams_[1].id, 0ms);
+  service_->Heartbeat(streams_[2].id, 9s);  // sent just before it fenced itself, delivered late
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);
+  *now_ += 2s;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);
+  service_->DetachAgent(streams_[2].id);
+  const JobEvent* restart = streams_[0].Last(JobEvent::Kind::kRestart);
+  ASSERT_NE(restart, nullptr);
+  EXPECT_TRUE(restart->node_lost);
+  *now_ += 500ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRendezvous);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kStop), nullptr);
+}
+
+TEST_F(ElasticServiceTest, TheWaitForAMemberThatHearsNothingIsBounded) {
+  // A member whose heartbeats keep saying it hears nothing, and that is never lost: the failure is acted
+  // on once a lost node would have been declared lost (heartbeat timeout + fence wait after the report).
+  Make(3, {2, 3, ElasticPolicy::kResize}, /*max_restarts=*/0, /*hold=*/200ms, /*notice=*/0ms,
+       /*per_task=*/false, /*fence=*/700ms);
+  Start();
+  *now_ += 1s;
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, Failure(1, 2, 7), &root).ok());
+  for (int i = 0; i < 10; ++i) {
+    *now_ += 1s;
+    for (int n = 0; n < 3; ++n) service_->Heartbeat(streams_[static_cast<size_t>(n)].id, n == 2 ? 6s : 0ms);
+    service_->Tick();
+    ASSERT_EQ(service_->State(), JobState::kRunning) << i;
+  }
+  *now_ += 699ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kRunning);
+  *now_ += 1ms;
+  service_->Tick();
+  EXPECT_EQ(service_->State(), JobState::kStopped);
+  EXPECT_EQ(service_->ExitCode(), 7);
+}
+
 TEST(ServiceWithoutARange, ALostNodeHearsTheJobsEndNotAFence) {
   auto now = std::make_shared<TimePoint>(TimePoint{} + 1000s);
   ServiceConfig c;

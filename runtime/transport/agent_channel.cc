@@ -260,9 +260,10 @@ bool AgentChannel::Send(const std::string& frame, bool skippable) {
   return WriteAll(fd, frame);
 }
 
-bool AgentChannel::SendHeartbeat() {
+bool AgentChannel::SendHeartbeat(std::chrono::milliseconds unanswered) {
   v1::AgentFrame frame;
   frame.mutable_liveness()->set_node_rank(options_.node_rank);
+  frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
   return Send(Framed(frame), /*skippable=*/true);
 }
 
@@ -282,9 +283,10 @@ bool AgentChannel::SendSuccess(int restart_round) {
   return Send(Framed(frame), /*skippable=*/false);
 }
 
-bool AgentChannel::SendProgress(const NodeProgress& progress) {
+bool AgentChannel::SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) {
   v1::AgentFrame frame;
   frame.mutable_liveness()->set_node_rank(options_.node_rank);
+  frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
   ToProto(progress, frame.mutable_liveness()->mutable_progress());
   return Send(Framed(frame), /*skippable=*/true);
 }

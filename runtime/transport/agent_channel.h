@@ -40,10 +40,10 @@ class AgentChannel final : public AgentStream {
   AgentChannel(const AgentChannel&) = delete;
   AgentChannel& operator=(const AgentChannel&) = delete;
 
-  bool SendHeartbeat() override;
+  bool SendHeartbeat(std::chrono::milliseconds unanswered) override;
   bool SendJoin(const NodeJoin& join) override;
   bool SendSuccess(int restart_round) override;
-  bool SendProgress(const NodeProgress& progress) override;
+  bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override;
   bool SendStacks(const StacksReply& reply) override;
   void Close() override;
 

@@ -471,7 +471,7 @@ class AgentChannelServer::Loop {
       }
       QueueEvent(conn, wire, JobEvent{});
     } else if (!message.has_join() && !message.has_success()) {
-      service_.Heartbeat(*id);
+      service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()));
     }
     if (message.has_join()) {
       NodeJoin join = FromProto(message.join());

@@ -40,12 +40,14 @@ class Stream final : public LivenessStream {
 
   ~Stream() override { Close(); }
 
-  bool SendHeartbeat() override {
+  bool SendHeartbeat(std::chrono::milliseconds unanswered) override {
     // A write still in progress (the coordinator not up yet) makes this heartbeat needless; the caller
     // must not block on it, it has timeouts to check.
     std::unique_lock lock(write_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return true;
-    return !closed_ && stream_->Write(heartbeat_);
+    v1::AgentHeartbeat message = heartbeat_;
+    message.set_unanswered_ms(UnansweredMs(unanswered));
+    return !closed_ && stream_->Write(message);
   }
 
   bool SendSuccess(int restart_round) override {
@@ -55,10 +57,11 @@ class Stream final : public LivenessStream {
     return WriteNews(message);
   }
 
-  bool SendProgress(const NodeProgress& progress) override {
+  bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override {
     std::unique_lock lock(write_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return true;
     v1::AgentHeartbeat message = heartbeat_;
+    message.set_unanswered_ms(UnansweredMs(unanswered));
     ToProto(progress, message.mutable_progress());
     return !closed_ && stream_->Write(message);
   }

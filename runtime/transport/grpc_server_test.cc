@@ -83,7 +83,7 @@ class EventLog {
 // sent meanwhile is skipped.
 bool Answered(LivenessStream& stream, EventLog& events) {
   for (int i = 0; i < 100; ++i) {
-    if (!stream.SendHeartbeat()) return false;
+    if (!stream.SendHeartbeat({})) return false;
     if (events.WaitFor(JobEvent::Kind::kHeartbeat, 50ms)) return true;
   }
   return false;

@@ -26,10 +26,10 @@ class InProcessStream final : public AgentStream {
   InProcessStream(const InProcessStream&) = delete;
   InProcessStream& operator=(const InProcessStream&) = delete;
 
-  bool SendHeartbeat() override;
+  bool SendHeartbeat(std::chrono::milliseconds unanswered) override;
   bool SendJoin(const NodeJoin& join) override;
   bool SendSuccess(int restart_round) override;
-  bool SendProgress(const NodeProgress& progress) override;
+  bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override;
   bool SendStacks(const StacksReply& reply) override;
   void Close() override;
 

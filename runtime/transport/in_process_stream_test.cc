@@ -70,7 +70,7 @@ TEST(InProcessStream, AnAttachIsAnsweredAtOnceAndTheFirstJoinOfAOneNodeJobAssign
   EXPECT_EQ(service.AttachedAgents(), 1u);
 
   const int beats = heard.Count(JobEvent::Kind::kHeartbeat);
-  EXPECT_TRUE(stream.SendHeartbeat());
+  EXPECT_TRUE(stream.SendHeartbeat({}));
   EXPECT_EQ(heard.Count(JobEvent::Kind::kHeartbeat), beats + 1);
 
   // Success, unanswered as on the wire: the job's completion comes back as an event.
@@ -105,7 +105,7 @@ TEST(InProcessStream, ClosingEndsTheStreamOnceAndAJoinAnsweredLaterReachesNobody
     EXPECT_FALSE(heard.Last(JobEvent::Kind::kJoined).has_value());  // node 1 has not joined yet
     stream.Close();
     stream.Close();
-    EXPECT_FALSE(stream.SendHeartbeat());
+    EXPECT_FALSE(stream.SendHeartbeat({}));
     EXPECT_FALSE(stream.SendJoin(Node(0, 2, 1)));
   }
   {
@@ -132,7 +132,7 @@ TEST(InProcessStream, ASecondStreamOfTheSameNodeIsRefusedAsOnTheWire) {
   ASSERT_EQ(second.closed.size(), 1u);
   EXPECT_EQ(second.closed[0].code, StatusCode::kAlreadyExists);
   EXPECT_TRUE(second.events.empty());
-  EXPECT_FALSE(again.SendHeartbeat());
+  EXPECT_FALSE(again.SendHeartbeat({}));
 }
 
 TEST(InProcessStream, AJoinForAnotherNodeClosesTheStream) {

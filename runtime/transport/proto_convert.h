@@ -4,6 +4,9 @@
 
 #include <grpcpp/support/status.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "runtime/distrun.pb.h"
@@ -16,6 +19,11 @@ inline constexpr char kTokenHeader[] = "x-distrun-token";
 // The epoch a worker's call belongs to (DISTRUN_EPOCH), where it knows one: calls of an earlier epoch are
 // refused (fenced), so that a worker the job went on without cannot change the new epoch's store.
 inline constexpr char kEpochHeader[] = "x-distrun-epoch";
+
+// AgentHeartbeat.unanswered_ms (capped: an agent that heard nothing for 49 days says so).
+inline uint32_t UnansweredMs(std::chrono::milliseconds unanswered) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(unanswered.count(), 0, UINT32_MAX));
+}
 
 grpc::Status ToGrpc(const Status& status);
 Status FromGrpc(const grpc::Status& status);

@@ -101,6 +101,20 @@ class Elastic(MultiNodeCase):
             self.assertEqual(code, 1, err)
             self.assertIn("fewer than the 3 the job needs (--nnodes); lost: node 2", err)
 
+    def test_losing_node_0_kills_the_workers_at_once_and_says_so_once(self):
+        # Node 0 hosts the coordinator: losing it ends the job everywhere. The other nodes kill their
+        # workers without a grace period (the job may go on without them) and say so; no line then claims
+        # a grace period that never ran.
+        nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--heartbeat-timeout", "1")
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[0].kill()
+        for code, out, err in self.finish(nodes[1:]):
+            self.assertEqual(code, 1, err)
+            self.assertIn("lost the coordinator at 127.0.0.1:", err)
+            self.assertIn("killing this node's workers at once", err)
+            self.assertNotIn("(--grace-period); sending SIGKILL", err)
+        self.finish(nodes[:1])
+
     def pause(self, node):
         """Freezes a node's distrun and its sentinel, as a paused VM would; returns both pids."""
         pids = [node.pid, sentinel_of(node.pid)]
@@ -147,6 +161,7 @@ class Elastic(MultiNodeCase):
         self.assertEqual(code, 75, err)
         self.assertIn("node 2 (", err)
         self.assertIn("fenced: lost in epoch 0, and the job went on without it (now epoch 1)", err)
+        self.assertIn("killing this node's workers at once", err)  # no grace period beside epoch 1
         with open(self.path("go"), "w"):
             pass
         results = self.finish(nodes[:2])
