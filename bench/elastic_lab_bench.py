@@ -13,6 +13,10 @@ Scenarios, each a fresh `srun -N3 --no-kill` job of one launcher per host and on
   host-crash    every process of the job on node3 is SIGKILLed at once, for distrun and for torchrun
                 (bench/torchrun_py311.py: `--nnodes 2:3 --rdzv_backend c10d --max_restarts 3`, its other
                 settings torch 1.13's defaults), alternated trial by trial
+  distrun-lossy node3's link drops --lossy-percent of the packets both ways for --lossy-seconds (nft in its
+                namespace), a gray failure: the outcome of each trial is whether the job went on without
+                node3, kept it, or ended (it must never end); 15 s after the link is good again the
+                survivors' distruns must still run and their workers step
 The time is from the loss (the kill, the link) to the latest of the survivors' workers of the next epoch
 starting (the first line of the worker, before it imports torch), both read from this machine's clock.
 """
@@ -78,6 +82,18 @@ class Lab:
 
     def netns_inode(self, node):
         return os.stat(f"/run/netns/distrun-lab-{node}").st_ino
+
+    def lossy(self, node, percent):
+        """Drops `percent` % of what the host sends and receives; percent 0 removes the rules."""
+        nft = ["nsenter", f"--net=/run/netns/distrun-lab-{node}", "nft"]
+        if percent == 0:
+            subprocess.run(nft + ["delete", "table", "inet", "distrun_lossy"], check=True)
+            return
+        rules = (f"table inet distrun_lossy {{\n"
+                 f"  chain in {{ type filter hook input priority 0; numgen random mod 100 < {percent} drop; }}\n"
+                 f"  chain out {{ type filter hook output priority 0; numgen random mod 100 < {percent} drop; }}\n"
+                 f"}}\n")
+        subprocess.run(nft + ["-f", "-"], input=rules, text=True, check=True)
 
     def link(self, node, state):
         subprocess.run(["nsenter", f"--net=/run/netns/distrun-lab-{node}", "ip", "link", "set", "eth0", state],
@@ -160,6 +176,13 @@ class Trial:
         pids = [p for p in processes_with(self.marker) if in_netns(p, inode)]
         return [p for p in pids if comm(p) == "distrun"] if only_distrun else pids
 
+    def distrun_running_on(self, node):
+        inode = self.lab.netns_inode(node)
+        return any(comm(p) == "distrun" for p in processes_with(self.marker) if in_netns(p, inode))
+
+    def epochs_started(self):
+        return sorted({int(name.split("-")[1]) for name in self.files("start-")})
+
     def recovery(self, since, timeout):
         """Seconds from `since` to the latest survivor's first worker of a later epoch, or None."""
         def starts():
@@ -196,12 +219,26 @@ class Trial:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_trial(lab, launcher, scenario, distrun, timeout):
+def run_trial(lab, launcher, scenario, distrun, timeout, lossy=(30, 50)):
     trial = Trial(lab, launcher, distrun)
     try:
         if not trial.wait_ready():
             print(f"  {launcher} {scenario}: the job did not start", file=sys.stderr)
             return None
+        if scenario == "lossy":
+            lab.lossy(VICTIM, lossy[1])
+            try:
+                time.sleep(lossy[0])
+            finally:
+                lab.lossy(VICTIM, 0)
+            time.sleep(15)
+            survivors = [n for n in NODES if n != VICTIM]
+            if not all(trial.distrun_running_on(n) for n in survivors):
+                return "ended"
+            epochs = trial.epochs_started()
+            if trial.distrun_running_on(VICTIM) and epochs == [0]:
+                return "kept node3"
+            return f"went on without node3 (epochs {epochs[0]}..{epochs[-1]})"
         if scenario == "link":
             since = time.time()
             lab.link(VICTIM, "down")
@@ -235,22 +272,35 @@ def main():
     parser.add_argument("--trials", type=int, default=20, help="of distrun-kill and distrun-link")
     parser.add_argument("--torchrun-trials", type=int, default=3, help="of host-crash, for each launcher")
     parser.add_argument("--timeout", type=float, default=180, help="a trial without recovery by then fails")
+    parser.add_argument("--scenarios", default="kill,link,crash", help="of kill, link, crash, lossy")
+    parser.add_argument("--lossy-seconds", type=float, default=30)
+    parser.add_argument("--lossy-percent", type=int, default=50)
     args = parser.parse_args()
     lab = Lab(args.lab)
     distrun = os.path.abspath(args.distrun)
+    scenarios = args.scenarios.split(",")
     results = {}
-    for scenario in ("kill", "link"):
+    if "lossy" in scenarios:
+        outcomes = []
+        for i in range(args.trials):
+            outcomes.append(run_trial(lab, "distrun", "lossy", distrun, args.timeout,
+                                      (args.lossy_seconds, args.lossy_percent)))
+            print(f"  lossy trial {i + 1}: {outcomes[-1]}", flush=True)
+        results["distrun-lossy"] = {"trials": len(outcomes), "ended": outcomes.count("ended"),
+                                    "kept": outcomes.count("kept node3"), "each": outcomes}
+        print(f"distrun-lossy: {json.dumps(results['distrun-lossy'])}", flush=True)
+    for scenario in [s for s in ("kill", "link") if s in scenarios]:
         times = [run_trial(lab, "distrun", scenario, distrun, args.timeout) for _ in range(args.trials)]
         results[f"distrun-{scenario}"] = summary(times)
         print(f"distrun-{scenario}: {json.dumps(results[f'distrun-{scenario}'])}", flush=True)
     crash = {"distrun": [], "torchrun": []}
-    for _ in range(args.torchrun_trials):
+    for _ in range(args.torchrun_trials if "crash" in scenarios else 0):
         for launcher in ("distrun", "torchrun"):
             crash[launcher].append(run_trial(lab, launcher, "crash", distrun, args.timeout))
-    for launcher, times in crash.items():
+    for launcher, times in crash.items() if "crash" in scenarios else []:
         results[f"host-crash-{launcher}"] = summary(times)
         print(f"host-crash {launcher}: {json.dumps(results[f'host-crash-{launcher}'])}", flush=True)
-    d, t = results["host-crash-distrun"], results["host-crash-torchrun"]
+    d, t = results.get("host-crash-distrun", {}), results.get("host-crash-torchrun", {})
     if d.get("median_s") and t.get("median_s"):
         print(f"host-crash: torchrun / distrun median = {t['median_s'] / d['median_s']:.1f}")
     print(json.dumps({"benchmark": "elastic-lab", **results}))

@@ -8,7 +8,7 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format dpkg-dev file)
 test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   python3 python3-yaml python3-mpi4py python3-torch python3-venv python3-pip python3-wheel
-  iproute2 procps util-linux groff man-db gdb)
+  iproute2 nftables procps util-linux groff man-db gdb)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do

@@ -1,0 +1,75 @@
+#pragma once
+// The standby coordinator's rules (DESIGN §4.5): when the node that hosts the coordinator is lost, the
+// standby takes over only with a majority of the last epoch's members, so that two sides of a partition
+// never both go on. The old coordinator is counted in that epoch (it is one of the members that did not
+// reach the standby): a majority of the members, on whichever side, is never on both sides at once.
+//
+// The standby counts the members that turned to it within the window (the heartbeat timeout: a member
+// that lost the coordinator turns to the standby as soon as its own timeout or stream break says so); a
+// member lost meanwhile (a second loss) is lost for good. It decides at once when every member that can
+// still reach it did, or when the window ends:
+//   - a majority reached it, and enough of them to make MIN nodes (with the spares that reached it under
+//     spares): it takes over. The next epoch is the members that reached it (resize), or the seated ones
+//     with the first spares in the seats left empty (spares); everyone else is fenced, the old
+//     coordinator first;
+//   - otherwise the job ends, naming the lost nodes.
+// Pure bookkeeping in node ranks; no clock of its own, no I/O.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "runtime/service/membership.h"
+
+namespace distrun {
+
+struct TakeoverConfig {
+  std::vector<int> members;  // the last epoch's seated nodes, in seat order, the lost coordinator included
+  std::vector<int> spares;   // the last epoch's live spares (no vote), in the order they take seats
+  int lost_coordinator = 0;  // the node that hosted the coordinator
+  int standby = 1;           // the node deciding (a member)
+  int min_nodes = 1;
+  ElasticPolicy policy = ElasticPolicy::kResize;
+  std::chrono::steady_clock::duration window{};  // from the start of the takeover
+};
+
+struct TakeoverDecision {
+  enum class Verdict { kWait, kTakeOver, kEnd } verdict = Verdict::kWait;
+  std::vector<int> world;   // kTakeOver: the next epoch's seated nodes, in seat order
+  std::vector<int> spares;  // kTakeOver: those that stay spares
+  std::vector<int> fenced;  // kTakeOver and kEnd: the lost nodes, the old coordinator first, then by rank
+  std::string why;          // kEnd: what was missing, without names (the caller names the nodes)
+};
+
+// True when `votes` nodes are a majority of an epoch of `members` nodes.
+bool IsMajority(int votes, int members);
+
+class Takeover {
+ public:
+  // Throws std::invalid_argument when the standby or the lost coordinator is not a member.
+  Takeover(TakeoverConfig config, std::chrono::steady_clock::time_point start);
+
+  // `node` turned to the standby (a member votes; a spare is counted for a seat). Unknown nodes, the lost
+  // coordinator and nodes already lost change nothing; false for those.
+  bool Reached(int node);
+  // `node` was lost during the takeover: it neither votes nor takes a seat, whatever it says later.
+  void Lost(int node);
+
+  TakeoverDecision Decide(std::chrono::steady_clock::time_point now) const;
+
+  int votes() const;
+  const TakeoverConfig& config() const { return config_; }
+
+ private:
+  bool IsMember(int node) const;
+  bool IsSpare(int node) const;
+  bool Has(const std::vector<int>& nodes, int node) const;
+  TakeoverDecision End(std::string why) const;
+
+  TakeoverConfig config_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<int> reached_;  // members and spares, the standby first
+  std::vector<int> lost_;     // during the takeover
+};
+
+}  // namespace distrun
