@@ -80,6 +80,19 @@ class Lab:
     def on_login_host(self, args):
         return ["nsenter", "--target", str(self.pid("slurmctld")), "--net", "--uts", "--mount", "--", *args]
 
+    def resume_drained(self):
+        """A host whose slurmstepd could not report its step's end over a lossy link is drained by Slurm
+        ("Kill task failed"): put right between trials, saying so."""
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SLURM_CONF": self.conf}
+        out = subprocess.run(self.on_login_host(["sinfo", "-h", "-N", "-t", "drained,draining", "-o", "%N|%E"]),
+                             env=env, capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            node, _, reason = line.partition("|")
+            if "Kill task failed" in reason:
+                print(f"  note: Slurm drained {node} ({reason}); resuming it", file=sys.stderr, flush=True)
+                subprocess.run(self.on_login_host(["scontrol", "update", f"nodename={node}", "state=resume"]),
+                               env=env, check=False)
+
     def netns_inode(self, node):
         return os.stat(f"/run/netns/distrun-lab-{node}").st_ino
 
@@ -211,6 +224,7 @@ class Trial:
             self.srun.kill()  # our own srun client
             self.srun.wait()
         wait_for(lambda: not processes_with(self.marker), 15, 0.1)
+        self.lab.resume_drained()
         for pid in processes_with(self.marker):  # carries this trial's marker: this bench started it
             try:
                 os.kill(pid, signal.SIGKILL)

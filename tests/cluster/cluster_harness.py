@@ -117,6 +117,7 @@ class ClusterCase(unittest.TestCase):
         # failed to send the step's completion and tries again 60 s later ("Rank 2 failed sending step
         # completion message directly to slurmctld, retrying"): the job stays COMPLETING until then.
         self.assertTrue(wait_for(lambda: not self.jobs(), timeout=90), f"jobs left: {self.jobs()}")
+        self.resume_drained()
         wait_for(lambda: not processes_with(self.marker), timeout=15)
         left = processes_with(self.marker)
         report = "\n".join(map(describe, left))
@@ -131,6 +132,17 @@ class ClusterCase(unittest.TestCase):
         self.assertEqual(left, [], "processes of the job outlived it:\n" + report)
         self.assertFalse(any(on_hosts.values()), "processes left on the hosts:\n" + "\n".join(
             f"{n}: {describe(p)}" for n, pids in on_hosts.items() for p in pids))
+
+    def resume_drained(self):
+        """A host whose slurmstepd could not report its step's end (a test made its link lossy or cut it)
+        is drained by Slurm ("Kill task failed"), and every later -N3 job would wait for it: the lab's
+        Slurm is put right, and says so. Processes left behind are tearDown's to find, not this."""
+        r = self.slurm(["sinfo", "-h", "-N", "-t", "drained,draining", "-o", "%N|%E"], check=False)
+        for line in r.stdout.splitlines():
+            node, _, reason = line.partition("|")
+            if "Kill task failed" in reason:
+                print(f"note: Slurm drained {node} ({reason}); resuming it", file=sys.stderr)
+                self.slurm(["scontrol", "update", f"nodename={node}", "state=resume"], check=False)
 
     # -- clients on the login host ------------------------------------------------------------------------
 
