@@ -88,7 +88,7 @@ void CoordinationService::SetHeartbeatDeadline(NodeState& node) {
 }
 
 bool CoordinationService::HeldFailureIsDue(Clock::time_point now) const {
-  if (now < held_failure_->act_at) return false;
+  if (now < held_failure_->reported + config_.failure_hold) return false;
   if (now >= held_failure_->reported + config_.heartbeat_timeout + config_.fence_wait) return true;
   for (int i = 0; i < Agents(); ++i) {
     const NodeState& n = nodes_[static_cast<size_t>(i)];
@@ -418,7 +418,7 @@ Status CoordinationService::ReportFailure(int restart_round, const FailedWorker&
     if (held_failure_) return Status::Ok();  // the first report of the epoch is the root cause
     *root_cause = true;
     if (config_.elastic && config_.failure_hold.count() > 0) {
-      held_failure_ = HeldFailure{failure, Now(), Now() + config_.failure_hold};  // Tick acts, unless a loss
+      held_failure_ = HeldFailure{failure, Now()};  // Tick acts on it, unless a node is lost
       return Status::Ok();
     }
     RecordFailure(failure, /*allow_restart=*/true, completions);

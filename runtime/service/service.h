@@ -179,8 +179,7 @@ class CoordinationService {
   };
   struct HeldFailure {
     FailedWorker failure;
-    Clock::time_point reported;
-    Clock::time_point act_at;  // reported + failure_hold: the soonest it is acted on
+    Clock::time_point reported;  // + failure_hold: the soonest it is acted on
   };
   struct KvWaiter {
     uint64_t id;

@@ -30,7 +30,8 @@ bool Takeover::IsMember(int node) const { return Has(config_.members, node); }
 bool Takeover::IsSpare(int node) const { return Has(config_.spares, node); }
 
 bool Takeover::Reached(int node) {
-  if (node == config_.lost_coordinator || Has(lost_, node) || (!IsMember(node) && !IsSpare(node))) return false;
+  if (node == config_.lost_coordinator || Has(lost_, node) || (!IsMember(node) && !IsSpare(node)))
+    return false;
   if (!Has(reached_, node)) reached_.push_back(node);
   return true;
 }
@@ -42,7 +43,8 @@ void Takeover::Lost(int node) {
 }
 
 int Takeover::votes() const {
-  return static_cast<int>(std::count_if(reached_.begin(), reached_.end(), [this](int n) { return IsMember(n); }));
+  return static_cast<int>(
+      std::count_if(reached_.begin(), reached_.end(), [this](int n) { return IsMember(n); }));
 }
 
 TakeoverDecision Takeover::Decide(std::chrono::steady_clock::time_point now) const {
@@ -81,7 +83,7 @@ TakeoverDecision Takeover::Decide(std::chrono::steady_clock::time_point now) con
     }
   }
   d.spares = free_spares;
-  d.fenced = End("").fenced;
+  d.fenced = Fenced();
   if (static_cast<int>(d.world.size()) < config_.min_nodes) {
     return End(std::to_string(d.world.size()) + " node(s) left, fewer than the " +
                std::to_string(config_.min_nodes) + " the job needs (--nnodes)");
@@ -90,10 +92,7 @@ TakeoverDecision Takeover::Decide(std::chrono::steady_clock::time_point now) con
   return d;
 }
 
-TakeoverDecision Takeover::End(std::string why) const {
-  TakeoverDecision d;
-  d.verdict = TakeoverDecision::Verdict::kEnd;
-  d.why = std::move(why);
+std::vector<int> Takeover::Fenced() const {
   std::vector<int> others;
   for (const std::vector<int>* group : {&config_.members, &config_.spares}) {
     for (int n : *group) {
@@ -101,8 +100,15 @@ TakeoverDecision Takeover::End(std::string why) const {
     }
   }
   std::sort(others.begin(), others.end());
-  d.fenced.push_back(config_.lost_coordinator);
-  d.fenced.insert(d.fenced.end(), others.begin(), others.end());
+  others.insert(others.begin(), config_.lost_coordinator);
+  return others;
+}
+
+TakeoverDecision Takeover::End(std::string why) const {
+  TakeoverDecision d;
+  d.verdict = TakeoverDecision::Verdict::kEnd;
+  d.why = std::move(why);
+  d.fenced = Fenced();
   return d;
 }
 

@@ -64,6 +64,8 @@ class Takeover {
   bool IsMember(int node) const;
   bool IsSpare(int node) const;
   bool Has(const std::vector<int>& nodes, int node) const;
+  // The lost nodes: the old coordinator, then whoever else did not reach the standby, by rank.
+  std::vector<int> Fenced() const;
   TakeoverDecision End(std::string why) const;
 
   TakeoverConfig config_;

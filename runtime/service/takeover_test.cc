@@ -64,8 +64,9 @@ TEST(Takeover, WithoutAMajorityTheJobEndsNamingTheLostNodes) {
   EXPECT_EQ(t.Decide(kStart + 1s).verdict, Verdict::kWait);
   TakeoverDecision d = t.Decide(kStart + 3s);
   ASSERT_EQ(d.verdict, Verdict::kEnd);
-  EXPECT_EQ(d.why, "only 1 of the last epoch's 4 nodes reached the standby within the heartbeat timeout "
-                   "(a majority is 3)");
+  EXPECT_EQ(d.why,
+            "only 1 of the last epoch's 4 nodes reached the standby within the heartbeat timeout "
+            "(a majority is 3)");
   EXPECT_EQ(d.fenced, (std::vector<int>{0, 2, 3}));
 }
 
