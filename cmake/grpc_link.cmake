@@ -24,10 +24,11 @@ if(DISTRUN_STATIC_GRPC)
   list(REMOVE_DUPLICATES _archives)
   list(REMOVE_DUPLICATES _system)
   list(TRANSFORM _system PREPEND "-l")
-  # Executables take the archives; a shared library (the workers' client library) links Debian's shared
-  # gRPC, which its users' programs may load as well, unless it is to carry everything it needs (property
-  # DISTRUN_SELF_CONTAINED: the wheel's client library). $<TARGET_PROPERTY:...> is the consuming target's.
-  set(_shared "$<AND:$<STREQUAL:$<TARGET_PROPERTY:TYPE>,SHARED_LIBRARY>,$<NOT:$<BOOL:$<TARGET_PROPERTY:DISTRUN_SELF_CONTAINED>>>>")
+  # Executables take the archives; a shared library or module (the workers' client library, distrun's
+  # runtime module) links Debian's shared gRPC, which its users' programs may load as well, unless it is to
+  # carry everything it needs (property DISTRUN_SELF_CONTAINED: the wheel's client library, the runtime
+  # module where it can). $<TARGET_PROPERTY:...> is the consuming target's.
+  set(_shared "$<AND:$<IN_LIST:$<TARGET_PROPERTY:TYPE>,SHARED_LIBRARY;MODULE_LIBRARY>,$<NOT:$<BOOL:$<TARGET_PROPERTY:DISTRUN_SELF_CONTAINED>>>>")
   target_link_libraries(distrun_grpc INTERFACE "$<${_shared}:PkgConfig::GRPCPP>" "$<${_shared}:protobuf::libprotobuf>")
   # One group: abseil's archives refer to each other in cycles.
   foreach(_item -Wl,--start-group ${_archives} -Wl,--end-group ${_system})

@@ -9,6 +9,7 @@ set(DISTRUN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/distrun)
 
 install(TARGETS distrun RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT distrun)
 install(TARGETS distrun-sentinel RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/distrun COMPONENT distrun)
+install(TARGETS distrun_runtime_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/distrun COMPONENT distrun)
 install(FILES man/distrun.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT distrun)
 # bash-completion loads completions/<command> when <command> is first completed.
 install(FILES completion/distrun.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions

@@ -6,20 +6,18 @@
 #include <cstdlib>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "detect/detection.h"
 #include "detect/environment.h"
 #include "detect/errors.h"
-#include "launcher/commands/check_command.h"
-#include "launcher/commands/kv_command.h"
-#include "launcher/commands/watch_commands.h"
 #include "launcher/config/command_line.h"
 #include "launcher/config/config_file.h"
 #include "launcher/config/options.h"
 #include "launcher/job/job_protection.h"
-#include "launcher/job/runtime_link.h"
+#include "launcher/job/runtime_module.h"
 #include "launcher/plan/mpi_program.h"
 #include "launcher/plan/plan.h"
 #include "launcher/process/output.h"
@@ -61,12 +59,14 @@ void PrintWarnings(const Plan& plan) {
 }
 
 int Run(int argc, const char* const* argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "check") return RunCheckCommand(argc, argv);
-  if (argc > 1 && IsWatchVerb(argv[1])) {
-    return RunWatchVerb(std::vector<std::string>(argv + 1, argv + argc), Environment::FromProcess().vars);
-  }
-  if (argc > 1 && IsRuntimeVerb(argv[1])) {
-    return RunRuntimeVerb(std::vector<std::string>(argv + 1, argv + argc), Environment::FromProcess().vars);
+  // A verb (kv, status, check, ...) lives in the runtime module, as the runtime does; options and
+  // --detect do not load it.
+  std::optional<RuntimeModule> module;
+  if (argc > 1 && argv[1][0] != '-') {
+    Environment env = Environment::FromProcess();
+    module = RuntimeModule::Load(env.program);
+    int exit_code = 0;
+    if (module->RunVerb(argc, argv, env.vars, exit_code)) return exit_code;
   }
   CommandLine cl = ParseCommandLine(argc, argv);
   if (cl.action == Action::kHelp) {
@@ -123,9 +123,10 @@ int Run(int argc, const char* const* argv) {
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
   // Every distrun is an agent of the job's runtime; node 0's also hosts its service.
-  JobLinkFactory make_link = [plan, options, env,
-                              log](const std::string& leaving) -> std::unique_ptr<JobLink> {
-    return std::make_unique<RuntimeLink>(plan, options, env, log, leaving);
+  if (!module) module = RuntimeModule::Load(env.program);
+  JobLinkFactory make_link = [plan, options, env, log,
+                              runtime = *module](const std::string& leaving) -> std::unique_ptr<JobLink> {
+    return runtime.OpenLink(plan, options, env, log, leaving);
   };
   int exit_code = 0;
   std::unique_ptr<JobLink> link;
@@ -148,6 +149,9 @@ int main(int argc, char** argv) {
   } catch (const distrun::UsageError& e) {
     std::fprintf(stderr, "distrun: error: %s\n", e.what());
     return distrun::kUsageExit;
+  } catch (const distrun::RuntimeModuleError& e) {
+    std::fprintf(stderr, "distrun: error: %s\n", e.what());
+    return 1;
   } catch (const distrun::JobLinkError& e) {
     std::fprintf(stderr, "distrun: error: %s\n", e.what());
     return e.exit_code();

@@ -48,10 +48,11 @@ def main(argv):
     library = os.path.join(build, "wheel-lib", "libdistrun_client.so.0")
     files = {  # path in the wheel's tree -> file in the build or the source tree
         "distrun/libdistrun_client.so.0": library,
-        # The sentinel beside the program, where distrun looks first: a directory of the environment's own
-        # (bin), so that `pip uninstall` leaves no directory behind.
+        # The sentinel and the runtime module beside the program, where distrun looks first: a directory of
+        # the environment's own (bin), so that `pip uninstall` leaves no directory behind.
         "{data}/scripts/distrun": os.path.join(build, "distrun"),
         "{data}/scripts/distrun-sentinel": os.path.join(build, "distrun-sentinel"),
+        "{data}/scripts/distrun-runtime.so": os.path.join(build, "distrun-runtime.so"),
     }
     for name in sorted(os.listdir(os.path.join(ROOT, "python", "distrun"))):
         if name.endswith(".py") and name != "_install.py":

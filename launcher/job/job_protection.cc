@@ -10,8 +10,8 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "runtime/auth/job_hosts.h"
 #include "runtime/auth/token_check.h"
-#include "runtime/transport/grpc_server.h"
 
 namespace distrun {
 namespace {

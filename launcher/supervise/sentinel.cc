@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "launcher/process/companion_files.h"
 #include "launcher/process/spawn.h"
 
 namespace distrun {
@@ -199,14 +200,7 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
 }
 
 std::string FindSentinelProgram(const std::string& self) {
-  if (self.empty()) return {};
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(self).parent_path();
-  for (const fs::path& candidate :
-       {dir / kSentinelProgram, dir / ".." / "libexec" / "distrun" / kSentinelProgram}) {
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.lexically_normal().string();
-  }
-  return {};
+  return FindCompanionFile(self, kSentinelProgram, X_OK);
 }
 
 Sentinel Sentinel::Start(const std::string& program, bool fork_if_that_fails) {

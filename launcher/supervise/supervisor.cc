@@ -165,8 +165,7 @@ void Supervisor::SetUpProcess() {
   // distrun-sentinel beside this program, started without copying distrun, on a thread of its own while
   // the runtime starts (posix_spawn waits for the program's exec); else a fork, while distrun is still
   // single-threaded. The signals masked above are masked in that thread and in the sentinel too.
-  std::error_code ec;
-  std::string program = FindSentinelProgram(std::filesystem::read_symlink("/proc/self/exe", ec).string());
+  std::string program = FindSentinelProgram(env_.program);
   if (program.empty()) {
     sentinel_ = Sentinel::Start();
   } else {

@@ -52,4 +52,19 @@ void JobHosts::Remove(const std::string& address) {
   if (it != counts_.end() && --it->second == 0) counts_.erase(it);
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  // 127.0.0.0/8, written as a dotted quad.
+  if (!host.starts_with("127.")) return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return dots == 3;
+}
+
 }  // namespace distrun

@@ -17,6 +17,9 @@ std::string PeerAddress(int fd);
 // connection to one of this host's own addresses from that same address).
 bool PeerIsThisHost(int fd);
 
+// Whether `host` (no port) can only be reached from this machine: 127.0.0.0/8, ::1, localhost.
+bool IsLoopbackHost(const std::string& host);
+
 class JobHosts {
  public:
   void Add(const std::string& address);

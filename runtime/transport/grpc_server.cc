@@ -47,21 +47,6 @@ std::chrono::milliseconds Millis(int64_t ms) { return std::chrono::milliseconds(
 
 }  // namespace
 
-bool IsLoopbackHost(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  // 127.0.0.0/8, written as a dotted quad.
-  if (!host.starts_with("127.")) return false;
-  int dots = 0;
-  for (char c : host) {
-    if (c == '.') {
-      ++dots;
-    } else if (c < '0' || c > '9') {
-      return false;
-    }
-  }
-  return dots == 3;
-}
-
 std::pair<std::string, int> SplitHostPort(const std::string& address, const std::string& what) {
   size_t colon = address.rfind(':');
   std::string host = colon == std::string::npos ? std::string() : address.substr(0, colon);

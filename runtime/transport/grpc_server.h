@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/auth/agent_identity.h"
+#include "runtime/auth/job_hosts.h"
 #include "runtime/auth/munge_credentials.h"
 #include "runtime/service/service.h"
 
@@ -66,9 +67,6 @@ class GrpcServer {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Whether `host` (no port) can only be reached from this machine: 127.0.0.0/8, ::1, localhost.
-bool IsLoopbackHost(const std::string& host);
 
 // Splits "host:port" and "[v6]:port"; throws UsageError naming `what` for anything else.
 std::pair<std::string, int> SplitHostPort(const std::string& address, const std::string& what);

@@ -58,7 +58,7 @@ echo "$(hostname)" > {self.dir}/ready-$RANK
         # /opt/x/bin/distrun in an srun step, not on PATH: the workers' scripts still run `distrun kv`.
         bin_dir = self.path("opt", "bin")
         os.makedirs(bin_dir)
-        for name in ("distrun", "distrun-sentinel"):
+        for name in ("distrun", "distrun-sentinel", "distrun-runtime.so"):
             shutil.copy2(os.path.join(os.path.dirname(DISTRUN), name), bin_dir)
         program = os.path.join(bin_dir, "distrun")
         r = self.srun(["-N2", "--ntasks-per-node=1", program, "--nproc-per-node", "2", "--tag-output", "off", "--",

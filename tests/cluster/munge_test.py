@@ -181,15 +181,16 @@ exit 1
         return py
 
     def stranger_distrun(self):
-        """distrun as uid 4242 can execute it: this build's, or a copy (with its sentinel) in the scratch
+        """distrun as uid 4242 can execute it: this build's, or a copy (with its sentinel and runtime module) in the scratch
         directory when the build's directories are closed to other users."""
         sentinel = os.path.join(os.path.dirname(DISTRUN), "distrun-sentinel")
-        probe = subprocess.run([*AS_STRANGER, "test", "-x", DISTRUN, "-a", "-x", sentinel])
+        module = os.path.join(os.path.dirname(DISTRUN), "distrun-runtime.so")
+        probe = subprocess.run([*AS_STRANGER, "test", "-x", DISTRUN, "-a", "-x", sentinel, "-a", "-r", module])
         if probe.returncode == 0:
             return DISTRUN
         bin_dir = self.path("bin")
         os.makedirs(bin_dir)
-        for f in (DISTRUN, sentinel):
+        for f in (DISTRUN, sentinel, module):
             shutil.copy(f, bin_dir)
         for d in (self.dir, bin_dir):
             os.chmod(d, 0o755)

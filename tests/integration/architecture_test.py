@@ -58,7 +58,8 @@ class Rooms(unittest.TestCase):
         for folder in ["detect", "diagnosis", "runtime/service", "runtime/auth", "runtime/io",
                        "runtime/progress", "runtime/torch_store", "runtime/transport", "runtime/agent",
                        "runtime/client", "launcher/process", "launcher/config", "launcher/plan",
-                       "launcher/report", "launcher/job", "launcher/supervise", "launcher/commands"]:
+                       "launcher/report", "launcher/job", "launcher/supervise", "launcher/commands",
+                       "launcher/module"]:
             self.assertIn(folder, self.folders, "no CMake library for " + folder)
         architecture = read("ARCHITECTURE.md")
         for folder in self.folders:

@@ -79,7 +79,8 @@ class Install(unittest.TestCase):
         return os.path.join(self.prefix, *parts)
 
     def test_layout(self):
-        for rel in ("bin/distrun", "libexec/distrun/distrun-sentinel", "share/man/man1/distrun.1", "share/bash-completion/completions/distrun",
+        for rel in ("bin/distrun", "libexec/distrun/distrun-sentinel", "libexec/distrun/distrun-runtime.so",
+                    "share/man/man1/distrun.1", "share/bash-completion/completions/distrun",
                     "include/distrun/client.h", "lib/libdistrun_client.a", "lib/pkgconfig/distrun.pc",
                     "lib/cmake/distrun/distrunConfig.cmake", "lib/cmake/distrun/distrunConfigVersion.cmake"):
             with self.subTest(file=rel):
@@ -114,12 +115,15 @@ class Install(unittest.TestCase):
         r = sh([self.path("bin/distrun"), "--detect", "--format", "json"], env={"CUDA_VISIBLE_DEVICES": ""})
         self.assertIn('"method"', r.stdout)
 
-    def test_installed_program_starts_the_installed_sentinel(self):
-        # The worker lists its distrun's children: the other one is the sentinel, started from libexec.
-        script = 'for c in $(cat /proc/$PPID/task/*/children); do readlink /proc/$c/exe; done'
+    def test_installed_program_starts_the_installed_sentinel_and_loads_the_installed_module(self):
+        # The worker lists its distrun's children (the other one is the sentinel, started from libexec) and
+        # the runtime module its distrun mapped.
+        script = ('for c in $(cat /proc/$PPID/task/*/children); do readlink /proc/$c/exe; done; '
+                  'grep -o "/.*/distrun-runtime.so" /proc/$PPID/maps | sort -u')
         r = sh([self.path("bin/distrun"), "--nproc-per-node", "1", "--", "/bin/sh", "-c", script],
                env={"CUDA_VISIBLE_DEVICES": ""})
         self.assertIn(os.path.realpath(self.path("libexec/distrun/distrun-sentinel")), r.stdout.split(), r.stdout)
+        self.assertIn(os.path.realpath(self.path("libexec/distrun/distrun-runtime.so")), r.stdout.split(), r.stdout)
 
     def test_shared_library_has_a_soname_exports_the_c_api_and_carries_its_dependencies(self):
         libs = sorted(f for f in os.listdir(self.libdir) if f.startswith("libdistrun_client.so"))

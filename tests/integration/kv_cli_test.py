@@ -29,7 +29,7 @@ class KvCli(LaunchCase):
         # still have `distrun` (its directory is appended to their PATH) and DISTRUN_PROGRAM.
         bin_dir = os.path.join(self.dir, "opt", "bin")
         os.makedirs(bin_dir)
-        for name in ("distrun", "distrun-sentinel"):
+        for name in ("distrun", "distrun-sentinel", "distrun-runtime.so"):
             shutil.copy2(os.path.join(os.path.dirname(DISTRUN), name), bin_dir)
         program = os.path.join(bin_dir, "distrun")
         r = subprocess.run([program, "--nproc-per-node", "2", "--tag-output", "off", "--", "sh", "-c",
@@ -39,6 +39,40 @@ class KvCli(LaunchCase):
                            text=True, timeout=60, stdin=subprocess.DEVNULL)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(r.stdout.splitlines()), [f"0 0 {program} {program}", f"1 0 {program} {program}"])
+
+    def test_a_distrun_without_its_runtime_module_detects_but_says_what_is_missing_for_the_rest(self):
+        # --detect never loads the module; a launch and a verb need it and name it, exit 1, nothing started.
+        bin_dir = os.path.join(self.dir, "lonely", "bin")
+        os.makedirs(bin_dir)
+        for name in ("distrun", "distrun-sentinel"):
+            shutil.copy2(os.path.join(os.path.dirname(DISTRUN), name), bin_dir)
+        program = os.path.join(bin_dir, "distrun")
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **self.env()}
+        r = subprocess.run([program, "--detect", "--format", "json"], env=env, capture_output=True, text=True,
+                           timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('"method": "local"', r.stdout)
+        marker = os.path.join(self.dir, "ran")
+        for argv in (["kv", "get", "k"], ["--nproc-per-node", "2", "--", "touch", marker]):
+            with self.subTest(argv=argv):
+                r = subprocess.run([program, *argv], env=env, capture_output=True, text=True, timeout=60,
+                                   stdin=subprocess.DEVNULL)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertEqual(r.stderr, f"distrun: error: the runtime module distrun-runtime.so is neither beside "
+                                           f"{program} nor in ../libexec/distrun: distrun needs it to launch a job "
+                                           f"or to speak to one; reinstall distrun (both come together)\n")
+                self.assertFalse(os.path.exists(marker))
+
+    def test_only_a_launch_or_a_verb_loads_the_runtime_module(self):
+        # The dynamic loader's own account (LD_DEBUG=files) of what each command mapped.
+        env = {"LD_DEBUG": "files", **self.env()}
+        for argv, loads in ((["--detect"], False), (["--detect", "--format", "json"], False),
+                            (["--dry-run", "--", "true"], False), (["--version"], False), (["--help"], False),
+                            (["kv", "get", "k"], True), (["--nproc-per-node", "1", "--", "true"], True)):
+            with self.subTest(argv=argv):
+                r = subprocess.run([DISTRUN, *argv], env=env, capture_output=True, text=True, timeout=60,
+                                   stdin=subprocess.DEVNULL)
+                self.assertEqual("distrun-runtime.so" in r.stderr, loads, r.stderr[-2000:])
 
     def test_get_waits_until_the_key_is_set(self):
         r = self.launch(2, 'if [ $R = 0 ]; then echo "got $($D kv get late --timeout 30)"; '

@@ -129,7 +129,8 @@ class DebianPackages(unittest.TestCase):
 
     def test_main_package_contents(self):
         paths = contents(self.main)
-        for expected in ("/usr/bin/distrun", "/usr/libexec/distrun/distrun-sentinel", "/usr/share/man/man1/distrun.1",
+        for expected in ("/usr/bin/distrun", "/usr/libexec/distrun/distrun-sentinel",
+                         "/usr/libexec/distrun/distrun-runtime.so", "/usr/share/man/man1/distrun.1",
                          "/usr/share/bash-completion/completions/distrun"):
             self.assertIn(expected, paths)
         libs = [p for p in paths if re.fullmatch(r"/usr/lib/libdistrun_client\.so\.\d+(\.\d+)*", p)]

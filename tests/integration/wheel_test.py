@@ -99,6 +99,7 @@ class Wheel(unittest.TestCase):
         version = m.group(1)
         self.assertTrue({"distrun/__init__.py", "distrun/jax.py", "distrun/libdistrun_client.so.0",
                          f"distrun-{version}.data/scripts/distrun", f"distrun-{version}.data/scripts/distrun-sentinel",
+                         f"distrun-{version}.data/scripts/distrun-runtime.so",
                          f"distrun-{version}.dist-info/RECORD"} <= names, names)
 
     def test_every_elf_file_needs_glibc_alone(self):
@@ -111,7 +112,7 @@ class Wheel(unittest.TestCase):
                     with open(path, "rb") as f:
                         if f.read(4) == b"\x7fELF":
                             elves.append(path)
-            self.assertEqual(len(elves), 3, elves)  # distrun, its sentinel, the client library
+            self.assertEqual(len(elves), 4, elves)  # distrun, its sentinel and runtime module, the client library
             for path in elves:
                 out = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True, check=True).stdout
                 needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out))

@@ -1,4 +1,4 @@
-#include "launcher/job/runtime_link.h"
+#include "launcher/module/runtime_link.h"
 
 #include <spdlog/logger.h>
 #include <unistd.h>
