@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +89,13 @@ int Run(int argc, const char* const* argv) {
 
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
+  // A launch needs the runtime module: it is mapped and relocated on a thread of its own (with the mask
+  // above) while this one detects and plans.
+  std::future<RuntimeModule> module_loading;
+  if (cl.action == Action::kLaunch && !module) {
+    module_loading =
+        std::async(std::launch::async, [program = env.program] { return RuntimeModule::Load(program); });
+  }
   Topology topology = DetectTopology(env, options.topology);
   // --detect shows what the launcher's variables said; a job cannot start without its coordinator.
   if (cl.action == Action::kLaunch && !topology.coordinator_problem.empty()) {
@@ -123,7 +131,7 @@ int Run(int argc, const char* const* argv) {
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
   // Every distrun is an agent of the job's runtime; node 0's also hosts its service.
-  if (!module) module = RuntimeModule::Load(env.program);
+  if (!module) module = module_loading.get();
   JobLinkFactory make_link = [plan, options, env, log,
                               runtime = *module](const std::string& leaving) -> std::unique_ptr<JobLink> {
     return runtime.OpenLink(plan, options, env, log, leaving);

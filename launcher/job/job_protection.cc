@@ -1,5 +1,7 @@
 #include "launcher/job/job_protection.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -102,7 +104,15 @@ JobProtection ResolveProtection(const Plan& plan, const Options& options, const 
     p.munge_socket = ChooseMungeSocket(options.munge_socket, MungeSocketOptionSource(options),
                                        env.GetOr("SLURM_CONF", ""), env.root);
     std::string why;
-    std::shared_ptr<MungeCredentials> munge = MungeCredentials::Load(p.munge_socket.path, &why);
+    // No socket, no munged: libmunge is not even loaded (most hosts without Slurm; every --detect there).
+    const std::string socket = p.munge_socket.path.empty() ? kDefaultMungeSocket : p.munge_socket.path;
+    struct stat st;
+    std::shared_ptr<MungeCredentials> munge;
+    if (::stat(socket.c_str(), &st) != 0) {
+      why = "munged does not answer at " + socket + ": " + std::strerror(errno);
+    } else {
+      munge = MungeCredentials::Load(p.munge_socket.path, &why);
+    }
     if (munge && munge->Probe(&why)) {
       p.munge = std::move(munge);
     } else {

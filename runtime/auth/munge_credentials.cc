@@ -15,7 +15,6 @@ constexpr int kMungeSuccess = 0;
 constexpr int kMungeOptSocket = 8;  // MUNGE_OPT_SOCKET (const char*)
 constexpr int kMungeSocketError = 6;
 constexpr int kMungeCredReplayed = 17;
-constexpr char kDefaultSocket[] = "/run/munge/munge.socket.2";
 
 using EncodeFn = int (*)(char**, MungeCtx, const void*, int);
 using DecodeFn = int (*)(const char*, MungeCtx, void**, int*, uid_t*, gid_t*);
@@ -101,7 +100,7 @@ MungeCredentials::MungeCredentials(std::unique_ptr<Library> library, std::string
 
 MungeCredentials::~MungeCredentials() = default;
 
-std::string MungeCredentials::SocketName() const { return socket_.empty() ? kDefaultSocket : socket_; }
+std::string MungeCredentials::SocketName() const { return socket_.empty() ? kDefaultMungeSocket : socket_; }
 
 std::optional<std::string> MungeCredentials::Encode(const std::string& payload, std::string* why) const {
   Context ctx(*library_, socket_);

@@ -15,6 +15,9 @@
 
 namespace distrun {
 
+// Where libmunge looks for munged when no socket is named.
+inline constexpr char kDefaultMungeSocket[] = "/run/munge/munge.socket.2";
+
 struct MungeDecoded {
   std::string payload;
   uid_t uid = 0;
