@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+#include <cstdlib>
 
 #include "detect/devices.h"
 #include "detect/errors.h"
@@ -428,9 +428,12 @@ double ParseSeconds(const std::string& where, const std::string& value) {
     t.remove_suffix(1);
   }
   if (t.empty() || t.find_first_not_of("0123456789.") != std::string_view::npos) Bad(where, value, expected);
-  double n = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
-  if (ec != std::errc() || end != t.data() + t.size()) Bad(where, value, expected);
+  // strtod, not std::from_chars: libstdc++'s floating-point from_chars alone would map libm into every
+  // distrun (its rounding-mode calls). distrun never sets a locale, so the decimal point is '.'.
+  const std::string digits(t);
+  char* end = nullptr;
+  double n = std::strtod(digits.c_str(), &end);
+  if (end != digits.c_str() + digits.size()) Bad(where, value, expected);
   n *= unit;
   if (!(n <= 1e9)) Bad(where, value, "use at most 1e9 seconds");
   return n;
