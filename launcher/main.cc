@@ -90,11 +90,21 @@ int Run(int argc, const char* const* argv) {
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
   // A launch needs the runtime module: it is mapped and relocated on a thread of its own (with the mask
-  // above) while this one detects and plans.
-  std::future<RuntimeModule> module_loading;
+  // above) while this one detects and plans. The MPI probe waits for it: the probe forks and loads libmpi
+  // in the child, and a fork while another thread is inside dlopen leaves the child's loader half-updated
+  // (glibc then asserts in _dl_sort_maps_dfs).
+  std::shared_future<RuntimeModule> module_loading;
   if (cl.action == Action::kLaunch && !module) {
-    module_loading =
-        std::async(std::launch::async, [program = env.program] { return RuntimeModule::Load(program); });
+    module_loading = std::async(std::launch::async, [program = env.program] {
+                       return RuntimeModule::Load(program);
+                     }).share();
+    if (env.mpi_probe) {
+      env.mpi_probe = [probe = std::move(env.mpi_probe),
+                       module_loading](const std::vector<std::string>& libraries) {
+        module_loading.wait();
+        return probe(libraries);
+      };
+    }
   }
   Topology topology = DetectTopology(env, options.topology);
   // --detect shows what the launcher's variables said; a job cannot start without its coordinator.
