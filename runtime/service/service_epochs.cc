@@ -115,9 +115,12 @@ void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
                                            DescribeFailure(event.root_cause)};
   FailRendezvous(aborted, completions);
   FailAllWaits(aborted, completions);
-  // A new round starts from an empty store: keys of the failed round (an NCCL id) would mislead it.
-  store_.clear();
-  store_bytes_ = 0;
+  // A new round starts without its predecessor's keys (an NCCL id would mislead it); the job's keys stay.
+  std::erase_if(store_, [this](const auto& entry) {
+    if (IsJobKey(entry.first)) return false;
+    store_bytes_ -= entry.first.size() + entry.second.size();
+    return true;
+  });
   for (NodeState& n : nodes_) {
     n.join.reset();
     n.succeeded = false;

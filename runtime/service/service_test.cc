@@ -317,6 +317,9 @@ TEST_F(ServiceTest, FailureWithRestartsLeftStartsANewRound) {
   Join(*s, Node(0, 2, 1));
   Join(*s, Node(1, 2, 1));
   ASSERT_TRUE(s->KvSet("nccl-id", "old").ok());
+  ASSERT_TRUE(s->KvSet("job/step", "1200").ok());
+  int64_t counter = 0;
+  ASSERT_TRUE(s->KvAdd("job/restarts-seen", 1, &counter).ok());
   bool root = false;
   ASSERT_TRUE(s->ReportFailure(0, FailedWorker{0, "host-a", 0, 3, "exited with code 3"}, &root).ok());
   EXPECT_TRUE(root);
@@ -329,6 +332,14 @@ TEST_F(ServiceTest, FailureWithRestartsLeftStartsANewRound) {
   std::optional<std::string> v;
   ASSERT_TRUE(s->KvTryGet("nccl-id", &v).ok());
   EXPECT_FALSE(v.has_value());
+  // The job's keys are not.
+  ASSERT_TRUE(s->KvTryGet("job/step", &v).ok());
+  EXPECT_EQ(v, "1200");
+  ASSERT_TRUE(s->KvAdd("job/restarts-seen", 1, &counter).ok());
+  EXPECT_EQ(counter, 2);
+  std::vector<std::pair<std::string, std::string>> entries;
+  ASSERT_TRUE(s->KvList("", &entries).ok());
+  EXPECT_EQ(entries.size(), 2u);
   // A join for the old round is stale.
   auto stale = Join(*s, Node(0, 2, 1, 0));
   EXPECT_EQ(stale->status->code, StatusCode::kFailedPrecondition);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace distrun {
@@ -47,6 +48,11 @@ inline constexpr char kFencedPrefix[] = "fenced: ";
 // The key of an epoch's store that says a change of the world is coming (a node arrived and joins it at the
 // next restart): workers may watch it and checkpoint first. Absent while nothing is coming.
 inline constexpr char kChangeKey[] = "distrun/change";
+// Keys under this prefix live as long as the job: restarts, lost nodes and a takeover keep them (a model's
+// step, a checkpoint's path, a flag an operator set). Every other key is its epoch's and is dropped when
+// the next one begins, so that a re-initialised worker never reads a dead epoch's address or NCCL id.
+inline constexpr char kJobKeyPrefix[] = "job/";
+inline bool IsJobKey(std::string_view key) { return key.starts_with(kJobKeyPrefix); }
 
 struct NodeJoin {
   int node_rank = 0;
