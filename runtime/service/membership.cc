@@ -88,14 +88,81 @@ void Membership::Seat() {
       waiting_[static_cast<size_t>(holder)] = false;
     }
   }
+  PlaceAgents();
+}
+
+void Membership::PlaceAgents() {
   std::fill(seats_.begin(), seats_.end(), std::nullopt);
   by_seat_.clear();
   for (int n : seated_) {
+    if (n < 0 || lost_[static_cast<size_t>(n)]) continue;  // a lost holder: the job ends (kTooFew)
     for (int a : members_[static_cast<size_t>(n)]) {
       seats_[static_cast<size_t>(a)] = static_cast<int>(by_seat_.size());
       by_seat_.push_back(a);
     }
   }
+}
+
+MembershipState Membership::State() const {
+  return {range_, epoch_, node_of_, lost_, waiting_, seated_, lost_order_};
+}
+
+Membership Membership::FromState(const MembershipState& state) {
+  auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("an inconsistent membership: " + what);
+  };
+  const ElasticRange& range = state.range;
+  if (range.min_nodes < 1 || range.max_nodes < range.min_nodes) refuse("an empty node range");
+  if (range.policy != ElasticPolicy::kResize && range.policy != ElasticPolicy::kSpares) refuse("a policy");
+  if (range.scale_up != ScaleUp::kNever && range.scale_up != ScaleUp::kNextRestart &&
+      range.scale_up != ScaleUp::kNow)
+    refuse("a scale-up");
+  if (state.epoch < 0) refuse("a negative epoch");
+  Membership m;
+  m.range_ = range;
+  m.epoch_ = state.epoch;
+  int nodes = 0;
+  for (int n : state.node_of) {
+    if (n < 0 || n > nodes) refuse("nodes are not numbered in order of first appearance");
+    nodes = std::max(nodes, n + 1);
+  }
+  if (nodes == 0) refuse("no agents");
+  if (state.lost.size() != static_cast<size_t>(nodes) || state.waiting.size() != static_cast<size_t>(nodes))
+    refuse("lost or waiting flags for " + std::to_string(state.lost.size()) + " nodes, not " +
+           std::to_string(nodes));
+  m.node_of_ = state.node_of;
+  m.members_.assign(static_cast<size_t>(nodes), {});
+  for (int a = 0; a < m.agents(); ++a) m.members_[m.Node(a)].push_back(a);
+  m.lost_ = state.lost;
+  m.waiting_ = state.waiting;
+  for (int n = 0; n < nodes; ++n) {
+    if (m.lost_[static_cast<size_t>(n)]) continue;
+    ++m.live_;
+    m.live_agents_ += static_cast<int>(m.members_[static_cast<size_t>(n)].size());
+  }
+  if (m.live_ > range.max_nodes) refuse(std::to_string(m.live_) + " live nodes, above the range");
+  std::vector<bool> seated(static_cast<size_t>(nodes), false);
+  for (int n : state.seated) {
+    if (n < -1 || n >= nodes)
+      refuse("a seat held by node " + std::to_string(n) + " of " + std::to_string(nodes));
+    if (n < 0) continue;
+    if (seated[static_cast<size_t>(n)]) refuse("node " + std::to_string(n) + " holds two seats");
+    seated[static_cast<size_t>(n)] = true;
+  }
+  if (range.policy == ElasticPolicy::kSpares && state.seated.size() != static_cast<size_t>(range.min_nodes))
+    refuse(std::to_string(state.seated.size()) + " seats under spares, not " +
+           std::to_string(range.min_nodes));
+  std::vector<bool> counted(static_cast<size_t>(m.agents()), false);
+  for (int a : state.lost_order) {
+    if (a < 0 || a >= m.agents() || counted[static_cast<size_t>(a)] || !m.lost(a))
+      refuse("agent " + std::to_string(a) + " in the order of losses");
+    counted[static_cast<size_t>(a)] = true;
+  }
+  m.seated_ = state.seated;
+  m.lost_order_ = state.lost_order;
+  m.seats_.assign(static_cast<size_t>(m.agents()), std::nullopt);
+  m.PlaceAgents();
+  return m;
 }
 
 Membership::Loss Membership::Lose(int agent) {
@@ -133,6 +200,15 @@ std::optional<int> Membership::Admit() {
   ++live_agents_;
   Seat();  // spares: one more; resize: it waits
   return agent;
+}
+
+std::vector<int> Membership::unseated_nodes() const {
+  std::vector<int> out;
+  for (int n = 0; n < nodes(); ++n) {
+    if (!lost_[static_cast<size_t>(n)] && std::find(seated_.begin(), seated_.end(), n) == seated_.end())
+      out.push_back(n);
+  }
+  return out;
 }
 
 int Membership::waiting_count() const {

@@ -25,8 +25,9 @@
 
 namespace distrun {
 
-enum class ElasticPolicy { kResize, kSpares };
-enum class ScaleUp { kNever, kNextRestart, kNow };
+// Their values are the wire's (runtime/distrun.proto, MembershipState).
+enum class ElasticPolicy { kResize = 0, kSpares = 1 };
+enum class ScaleUp { kNever = 0, kNextRestart = 1, kNow = 2 };
 
 const char* ElasticPolicyName(ElasticPolicy policy);
 const char* ScaleUpName(ScaleUp scale_up);
@@ -36,6 +37,22 @@ struct ElasticRange {
   int max_nodes = 1;
   ElasticPolicy policy = ElasticPolicy::kResize;
   ScaleUp scale_up = ScaleUp::kNextRestart;  // resize only: when an arrival joins the world
+
+  bool operator==(const ElasticRange&) const = default;
+};
+
+// A membership as a standby coordinator holds it (DESIGN §4.5): what cannot be derived, in plain values
+// that a message carries.
+struct MembershipState {
+  ElasticRange range;
+  int epoch = 0;
+  std::vector<int> node_of;     // by agent: its node, numbered in order of first appearance
+  std::vector<bool> lost;       // by node
+  std::vector<bool> waiting;    // by node
+  std::vector<int> seated;      // the node in each node seat
+  std::vector<int> lost_order;  // agents, in the order they were lost
+
+  bool operator==(const MembershipState&) const = default;
 };
 
 class Membership {
@@ -44,6 +61,12 @@ class Membership {
   // SetGroups says otherwise. Throws std::invalid_argument for a range that the nodes do not fit, unless
   // `grouped_later` (SetGroups checks then).
   Membership(int agents, ElasticRange range, bool grouped_later = false);
+
+  // The membership `state` describes, as State() gave it. Throws std::invalid_argument when the state is
+  // not one a membership can be in (nodes out of order or of range, a seat held twice or by a lost node,
+  // counts that disagree), so that a corrupt replica is refused rather than obeyed.
+  static Membership FromState(const MembershipState& state);
+  MembershipState State() const;
 
   // Per-task jobs: `node_of[agent]` (0..N-1, in order of first appearance) says which agents share a
   // node. Only before any loss or arrival. Throws std::invalid_argument when N does not fit the range.
@@ -68,6 +91,13 @@ class Membership {
   // changes of node_of along the seats.
   int world_nodes() const { return static_cast<int>(seated_.size()); }
   int node_of(int agent) const { return static_cast<int>(Node(agent)); }
+  int nodes() const { return static_cast<int>(members_.size()); }
+  // A node's agents, in launch order.
+  const std::vector<int>& agents_of(int node) const { return members_[static_cast<size_t>(node)]; }
+  // Live nodes that hold no seat now (spares, and arrivals waiting under resize), by node number.
+  std::vector<int> unseated_nodes() const;
+  // The current epoch's seated nodes, in seat order.
+  const std::vector<int>& seated_nodes() const { return seated_; }
 
   enum class Loss {
     kAlreadyLost,  // nothing changes
@@ -94,10 +124,12 @@ class Membership {
   bool SeatArrivals();
 
  private:
+  Membership() = default;  // FromState
   size_t Node(int agent) const { return static_cast<size_t>(node_of_[static_cast<size_t>(agent)]); }
-  int nodes() const { return static_cast<int>(members_.size()); }
   void CheckFits(int nodes, const char* what) const;
   void Seat();
+  // Gives the agents of the seated nodes their agent seats, in node seat order.
+  void PlaceAgents();
 
   ElasticRange range_;
   int epoch_ = 0;

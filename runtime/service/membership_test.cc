@@ -143,5 +143,76 @@ TEST(Membership, PerTaskRangesCountHosts) {
   EXPECT_EQ(r.node_of(2), 0);
 }
 
+// What a standby holds is the whole membership: rebuilt from its state, it seats, loses and admits as the
+// original does.
+void ExpectSame(const Membership& a, const Membership& b) {
+  EXPECT_EQ(a.State(), b.State());
+  EXPECT_EQ(SeatsOf(a), SeatsOf(b));
+  EXPECT_EQ(a.live(), b.live());
+  EXPECT_EQ(a.live_agents(), b.live_agents());
+  EXPECT_EQ(a.world_nodes(), b.world_nodes());
+  EXPECT_EQ(a.world_agents(), b.world_agents());
+  EXPECT_EQ(a.waiting_count(), b.waiting_count());
+  EXPECT_EQ(a.lost_agents(), b.lost_agents());
+  for (int s = 0; s < a.world_agents(); ++s) EXPECT_EQ(a.agent_in_seat(s), b.agent_in_seat(s));
+}
+
+TEST(Membership, RebuiltFromItsStateItGoesOnAsTheOriginal) {
+  for (ElasticPolicy policy : {ElasticPolicy::kResize, ElasticPolicy::kSpares}) {
+    SCOPED_TRACE(ElasticPolicyName(policy));
+    Membership m(6, {2, 5, policy, ScaleUp::kNextRestart}, /*grouped_later=*/true);
+    m.SetGroups({0, 0, 1, 2, 2, 3});                      // four hosts, per-task agents
+    ASSERT_EQ(m.Lose(2), Membership::Loss::kMemberLost);  // node 1
+    m.NextEpoch();
+    ASSERT_TRUE(m.Admit());
+    Membership copy = Membership::FromState(m.State());
+    ExpectSame(m, copy);
+    // Both go on alike: another loss, the next epoch, an arrival.
+    EXPECT_EQ(m.Lose(4), copy.Lose(4));  // node 2
+    m.NextEpoch();
+    copy.NextEpoch();
+    EXPECT_EQ(m.Admit(), copy.Admit());
+    ExpectSame(m, copy);
+    EXPECT_EQ(m.Lose(0), copy.Lose(1));  // the same node, through its other agent
+    ExpectSame(m, copy);
+  }
+}
+
+TEST(Membership, AStateThatCannotBeIsRefused) {
+  Membership m(3, {2, 3, ElasticPolicy::kSpares});
+  ASSERT_EQ(m.Lose(1), Membership::Loss::kMemberLost);
+  const MembershipState good = m.State();
+  ExpectSame(m, Membership::FromState(good));
+  auto refused = [](MembershipState s) { EXPECT_THROW(Membership::FromState(s), std::invalid_argument); };
+  MembershipState s = good;
+  s.node_of = {0, 2, 1};  // out of order
+  refused(s);
+  s = good;
+  s.lost.pop_back();
+  refused(s);
+  s = good;
+  s.seated = {0, 0};  // a seat held twice
+  refused(s);
+  s = good;
+  s.seated = {0, 7};
+  refused(s);
+  s = good;
+  s.seated = {0, 2, 1};  // three seats under spares with two
+  refused(s);
+  s = good;
+  s.lost_order = {2};  // not lost
+  refused(s);
+  s = good;
+  s.range.max_nodes = 0;
+  refused(s);
+  s = good;
+  s.node_of.clear();
+  s.lost.clear();
+  s.waiting.clear();
+  s.seated.clear();
+  s.lost_order.clear();
+  refused(s);
+}
+
 }  // namespace
 }  // namespace distrun

@@ -41,6 +41,11 @@ CoordinationService::CoordinationService(ServiceConfig config)
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   nodes_.resize(static_cast<size_t>(config_.num_nodes));
   round_deadline_ = Now() + config_.initialization_timeout;
+  if (config_.resume) Restore(*config_.resume);
+  if (config_.host_agent < 0 || config_.host_agent >= Agents()) {
+    throw std::invalid_argument("the service's host is agent " + std::to_string(config_.host_agent) +
+                                ", but the job has agents 0 to " + std::to_string(Agents() - 1));
+  }
 }
 
 CoordinationService::~CoordinationService() { Shutdown(); }
@@ -233,8 +238,8 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     return;
   }
   const int num_processes = static_cast<int>(offset);
-  // Node 0 hosts the service, so it is in every epoch: its ports are the job's.
-  const NodeJoin& first = *nodes_.front().join;
+  // The service's host is in every epoch: its ports are the job's.
+  const NodeJoin& first = *nodes_[static_cast<size_t>(config_.host_agent)].join;
   NodeAssignment common;
   common.num_processes = num_processes;
   common.num_nodes = membership_.world_nodes();

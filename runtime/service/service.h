@@ -21,6 +21,8 @@
 
 #include "runtime/service/hang_watch.h"
 #include "runtime/service/membership.h"
+#include "runtime/service/service_snapshot.h"
+#include "runtime/service/takeover.h"
 #include "runtime/service/types.h"
 
 namespace distrun {
@@ -39,6 +41,12 @@ struct HangExplanation {
 
 struct ServiceConfig {
   int num_nodes = 1;  // the agents started, numbered by node rank for the job's life
+  // The agent whose distrun hosts this service (node 0, or the standby that took over): it is in every
+  // epoch, proposes the job's ports, and losing it ends the job as far as this service knows.
+  int host_agent = 0;
+  // Set: a standby's service, rebuilt from what the coordinator wrote through to it (DESIGN §4.5). It
+  // begins with TakeOver; num_nodes, run_id and worker_token must agree with it (the constructor checks).
+  std::optional<ServiceSnapshot> resume;
   // Per-task jobs (one agent per task): the agents on one host are one node of an elastic job (its range,
   // seats and losses count hosts), learnt from the hosts of the first rendezvous.
   bool agents_share_hosts = false;
@@ -147,6 +155,12 @@ class CoordinationService {
   void ReportStacks(int node_rank, const StacksReply& reply);
   JobStatusView Overview() const;
 
+  // The standby's side (runtime/service/service_standby.cc). What a standby must hold to take over now.
+  ServiceSnapshot Snapshot() const;
+  // A service built with `resume`: fences the nodes `decision` names (the old coordinator first) and
+  // begins the next epoch without them, or ends the job when too few are left. Once, before any join.
+  Status TakeOver(const TakeoverDecision& decision);
+
   // Ends every wait whose deadline passed and declares nodes dead whose heartbeats stopped.
   void Tick();
   // Fails every pending wait with UNAVAILABLE; later waits fail at once. For the transport's shutdown.
@@ -234,6 +248,10 @@ class CoordinationService {
   bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
   JobEvent FencedEvent(int node_rank) const;
   static void Run(Completions& completions);
+  // The constructor's part for a service built with `resume`.
+  void Restore(const ServiceSnapshot& snapshot);
+  // Records that `agent`'s node was lost (with every agent of it); returns the agents newly lost.
+  std::vector<int> RecordLoss(int agent, Membership::Loss* loss);
   // service_diagnosis.cc: the hang and stall watch, and stack requests, on every Tick.
   void WatchProgress(Clock::time_point now, Completions& completions);
   uint64_t RequestStacks(std::chrono::milliseconds timeout, StacksDone done, Completions& completions);
@@ -259,8 +277,9 @@ class CoordinationService {
   std::vector<NodeState> nodes_;  // by node rank (the agent's number): the started nodes, then arrivals
   Membership membership_;
   bool grouped_ = false;  // agents_share_hosts: the nodes were learnt
-  int joined_ = 0;        // nodes with a join this round
-  int succeeded_ = 0;     // nodes that reported success this round
+  bool taken_over_ = false;
+  int joined_ = 0;     // nodes with a join this round
+  int succeeded_ = 0;  // nodes that reported success this round
   // Lower bounds of the heartbeat and key-value wait deadlines, so that Tick scans only when one passed.
   Clock::time_point earliest_heartbeat_deadline_ = Clock::time_point::max();
   Clock::time_point earliest_kv_deadline_ = Clock::time_point::max();

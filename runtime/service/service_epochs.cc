@@ -39,23 +39,17 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   f.host = HostOf(node_rank);
   f.exit_code = kLostAgentExitCode;
   f.description = "node lost: " + why;
-  if (config_.elastic && membership_.node_of(node_rank) == membership_.node_of(0)) {
-    // Node 0 hosts this service: an elastic job needs it as much as any other.
-    f.description += "; node 0 hosts the job's coordinator, so the job cannot go on without it";
+  if (config_.elastic && membership_.node_of(node_rank) == membership_.node_of(config_.host_agent)) {
+    // This node hosts the service: an elastic job needs it as much as any other.
+    f.description += "; node " + std::to_string(config_.host_agent) +
+                     " hosts the job's coordinator, so the job cannot go on without it";
     StopJob(f, completions);
     return;
   }
   const bool member = membership_.seat(node_rank).has_value();
-  const size_t lost_before = membership_.lost_agents().size();
-  const Membership::Loss loss = membership_.Lose(node_rank);
+  Membership::Loss loss{};
+  const std::vector<int> gone = RecordLoss(node_rank, &loss);
   if (loss == Membership::Loss::kAlreadyLost) return;
-  // In a per-task job the agents of the lost one's host go with it.
-  const std::vector<int> gone(membership_.lost_agents().begin() + static_cast<ptrdiff_t>(lost_before),
-                              membership_.lost_agents().end());
-  for (int agent : gone) {
-    losses_.emplace_back(agent, round_);
-    nodes_[static_cast<size_t>(agent)].heartbeat_deadline.reset();
-  }
   // A silent node may still run its workers until its own timeout ends them: never beside the next epoch.
   if (silent) hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
   GoOnWithout(gone, member, loss, std::move(f), completions);
@@ -65,6 +59,19 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
     const NodeState& node = nodes_[static_cast<size_t>(agent)];
     if (node.stream && Fenced(agent)) sinks_[*node.stream](FencedEvent(agent));
   }
+}
+
+std::vector<int> CoordinationService::RecordLoss(int agent, Membership::Loss* loss) {
+  const size_t lost_before = membership_.lost_agents().size();
+  *loss = membership_.Lose(agent);
+  // In a per-task job the agents of the lost one's host go with it.
+  const std::vector<int> gone(membership_.lost_agents().begin() + static_cast<ptrdiff_t>(lost_before),
+                              membership_.lost_agents().end());
+  for (int a : gone) {
+    losses_.emplace_back(a, round_);
+    nodes_[static_cast<size_t>(a)].heartbeat_deadline.reset();
+  }
+  return gone;
 }
 
 void CoordinationService::GoOnWithout(const std::vector<int>& gone, bool member, Membership::Loss loss,

@@ -315,4 +315,68 @@ JobStatusView FromProto(const v1::JobStatus& in) {
   return v;
 }
 
+void ToProto(const ServiceSnapshot& in, v1::ServiceSnapshot* out) {
+  out->set_num_nodes(in.num_nodes);
+  out->set_run_id(in.run_id);
+  out->set_worker_token(in.worker_token);
+  out->set_host_agent(in.host_agent);
+  out->set_round(in.round);
+  out->set_restarts(in.restarts);
+  for (auto [agent, epoch] : in.losses) {
+    v1::AgentEpoch* e = out->add_losses();
+    e->set_agent(agent);
+    e->set_epoch(epoch);
+  }
+  for (auto [agent, epoch] : in.arrivals) {
+    v1::AgentEpoch* e = out->add_arrivals();
+    e->set_agent(agent);
+    e->set_epoch(epoch);
+  }
+  for (const std::string& h : in.hosts) out->add_hosts(h);
+  const MembershipState& m = in.membership;
+  v1::MembershipState* pm = out->mutable_membership();
+  pm->set_min_nodes(m.range.min_nodes);
+  pm->set_max_nodes(m.range.max_nodes);
+  pm->set_policy(static_cast<v1::ElasticPolicy>(m.range.policy));
+  pm->set_scale_up(static_cast<v1::ScaleUp>(m.range.scale_up));
+  pm->set_epoch(m.epoch);
+  for (int n : m.node_of) pm->add_node_of(n);
+  for (bool b : m.lost) pm->add_lost(b);
+  for (bool b : m.waiting) pm->add_waiting(b);
+  for (int n : m.seated) pm->add_seated(n);
+  for (int a : m.lost_order) pm->add_lost_order(a);
+  for (const auto& [key, value] : in.job_keys) {
+    v1::KvEntry* e = out->add_job_keys();
+    e->set_key(key);
+    e->set_value(value);
+  }
+}
+
+ServiceSnapshot FromProto(const v1::ServiceSnapshot& in) {
+  ServiceSnapshot s;
+  s.num_nodes = in.num_nodes();
+  s.run_id = in.run_id();
+  s.worker_token = in.worker_token();
+  s.host_agent = in.host_agent();
+  s.round = in.round();
+  s.restarts = in.restarts();
+  for (const auto& e : in.losses()) s.losses.emplace_back(e.agent(), e.epoch());
+  for (const auto& e : in.arrivals()) s.arrivals.emplace_back(e.agent(), e.epoch());
+  s.hosts.assign(in.hosts().begin(), in.hosts().end());
+  const v1::MembershipState& pm = in.membership();
+  MembershipState& m = s.membership;
+  m.range.min_nodes = pm.min_nodes();
+  m.range.max_nodes = pm.max_nodes();
+  m.range.policy = static_cast<ElasticPolicy>(pm.policy());
+  m.range.scale_up = static_cast<ScaleUp>(pm.scale_up());
+  m.epoch = pm.epoch();
+  m.node_of.assign(pm.node_of().begin(), pm.node_of().end());
+  m.lost.assign(pm.lost().begin(), pm.lost().end());
+  m.waiting.assign(pm.waiting().begin(), pm.waiting().end());
+  m.seated.assign(pm.seated().begin(), pm.seated().end());
+  m.lost_order.assign(pm.lost_order().begin(), pm.lost_order().end());
+  for (const auto& e : in.job_keys()) s.job_keys[e.key()] = e.value();
+  return s;
+}
+
 }  // namespace distrun

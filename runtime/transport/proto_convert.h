@@ -10,6 +10,7 @@
 #include <string>
 
 #include "runtime/distrun.pb.h"
+#include "runtime/service/service_snapshot.h"
 #include "runtime/service/types.h"
 
 namespace distrun {
@@ -48,5 +49,9 @@ void ToProto(const StacksReply& in, v1::StacksReply* out);
 StacksReply FromProto(const v1::StacksReply& in);
 void ToProto(const JobStatusView& in, v1::JobStatus* out);
 JobStatusView FromProto(const v1::JobStatus& in);
+void ToProto(const ServiceSnapshot& in, v1::ServiceSnapshot* out);
+// Values out of their range (an unknown policy) come back as they are: Membership::FromState and the
+// service's restore refuse what cannot be.
+ServiceSnapshot FromProto(const v1::ServiceSnapshot& in);
 
 }  // namespace distrun

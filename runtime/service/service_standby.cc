@@ -1,0 +1,133 @@
+// The coordination service as a standby sees it (DESIGN §4.5): what the coordinator writes through (a
+// snapshot of the job, runtime/service/service_snapshot.h), a service rebuilt from it, and the takeover
+// that begins the next epoch without the old coordinator. The rule that decides whether to take over is
+// runtime/service/takeover.h's; the wire is the transport's.
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "runtime/service/message_text.h"
+#include "runtime/service/service.h"
+
+namespace distrun {
+
+ServiceSnapshot CoordinationService::Snapshot() const {
+  std::lock_guard lock(mu_);
+  ServiceSnapshot s;
+  s.num_nodes = config_.num_nodes;
+  s.run_id = config_.run_id;
+  s.worker_token = config_.worker_token;
+  s.host_agent = config_.host_agent;
+  s.round = round_;
+  s.restarts = restarts_;
+  s.losses = losses_;
+  s.arrivals = arrivals_;
+  for (int agent = 0; agent < Agents(); ++agent) s.hosts.push_back(HostOf(agent));
+  s.membership = membership_.State();
+  for (const auto& [key, value] : store_) {
+    if (IsJobKey(key)) s.job_keys.emplace(key, value);
+  }
+  return s;
+}
+
+void CoordinationService::Restore(const ServiceSnapshot& s) {
+  auto refuse = [](const std::string& what) {
+    throw std::invalid_argument("the standby's copy of the job does not fit this job: " + what);
+  };
+  if (!config_.elastic) refuse("only an elastic job (--nnodes MIN:MAX) has a standby");
+  if (s.num_nodes != config_.num_nodes) {
+    refuse("it started " + std::to_string(s.num_nodes) + " nodes, this job " +
+           std::to_string(config_.num_nodes));
+  }
+  if (s.run_id != config_.run_id)
+    refuse("it is run '" + s.run_id + "', this job run '" + config_.run_id + "'");
+  membership_ = Membership::FromState(s.membership);
+  if (membership_.agents() < config_.num_nodes) refuse("fewer agents than the nodes started");
+  if (s.hosts.size() != static_cast<size_t>(membership_.agents())) refuse("a host for every agent");
+  if (s.round != membership_.epoch()) refuse("its epoch and its membership's differ");
+  if (s.host_agent < 0 || s.host_agent >= membership_.agents()) refuse("its coordinator's agent is unknown");
+  for (const auto* events : {&s.losses, &s.arrivals}) {
+    for (auto [agent, epoch] : *events) {
+      if (agent < 0 || agent >= membership_.agents() || epoch < 0 || epoch > s.round)
+        refuse("a loss or an arrival of agent " + std::to_string(agent) + " in epoch " +
+               std::to_string(epoch));
+    }
+  }
+  config_.worker_token = s.worker_token;
+  round_ = s.round;
+  restarts_ = s.restarts;
+  losses_ = s.losses;
+  arrivals_ = s.arrivals;
+  nodes_.assign(static_cast<size_t>(membership_.agents()), NodeState{});
+  for (size_t a = 0; a < nodes_.size(); ++a) nodes_[a].host = s.hosts[a];
+  grouped_ = true;  // the snapshot's membership knows which agents share a host
+  for (const auto& [key, value] : s.job_keys) {
+    if (!IsJobKey(key)) refuse("'" + key + "' is not one of the job's keys");
+    store_.emplace(key, value);
+    store_bytes_ += key.size() + value.size();
+  }
+}
+
+Status CoordinationService::TakeOver(const TakeoverDecision& decision) {
+  Completions completions;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    if (!config_.resume || taken_over_ || joined_ > 0) {
+      return {StatusCode::kFailedPrecondition, "only a standby's service takes over, once, before any join"};
+    }
+    if (decision.verdict != TakeoverDecision::Verdict::kTakeOver || decision.fenced.empty()) {
+      return {StatusCode::kInvalidArgument, "the takeover has no decision to take over"};
+    }
+    for (int node : decision.fenced) {
+      if (node < 0 || node >= membership_.nodes()) {
+        return {StatusCode::kInvalidArgument,
+                "the takeover fences node " + std::to_string(node) + ", which the job does not have"};
+      }
+    }
+    const int standby_node = membership_.node_of(config_.host_agent);
+    for (int node : decision.fenced) {
+      if (node == standby_node) {
+        return {StatusCode::kInvalidArgument, "the standby cannot fence itself"};
+      }
+    }
+    taken_over_ = true;
+    const int old_host = config_.resume->host_agent;
+    FailedWorker f;
+    f.node_rank = old_host;
+    f.host = HostOf(old_host);
+    f.exit_code = kLostAgentExitCode;
+    f.description = "node lost: it hosted the job's coordinator";
+    std::vector<std::string> others;
+    bool too_few = false;
+    for (int node : decision.fenced) {
+      const int agent = membership_.agents_of(node).front();
+      if (agent != old_host) others.push_back(NodeName(agent));
+      Membership::Loss loss{};
+      RecordLoss(agent, &loss);
+      too_few = too_few || loss == Membership::Loss::kTooFew;
+    }
+    // The old coordinator's workers may still run until its own timeout ends them: never beside these.
+    hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
+    for (int agent = 0; agent < Agents(); ++agent) {
+      if (!membership_.lost(agent)) SetHeartbeatDeadline(nodes_[static_cast<size_t>(agent)]);
+    }
+    if (too_few) {
+      GoOnWithout({}, true, Membership::Loss::kTooFew, f, completions);
+    } else {
+      f.description += "; its standby, " + NodeName(config_.host_agent) + ", took over with " +
+                       std::to_string(membership_.world_nodes()) + " node(s)";
+      if (!others.empty()) f.description += " (also fenced: " + JoinNames(others) + ")";
+      JobEvent event;
+      event.kind = JobEvent::Kind::kRestart;
+      event.root_cause = f;
+      event.node_lost = true;
+      BeginEpoch(event, completions);
+    }
+    if (state_ == JobState::kStopped) status = {StatusCode::kAborted, DescribeFailure(*root_cause_)};
+  }
+  Run(completions);
+  return status;
+}
+
+}  // namespace distrun

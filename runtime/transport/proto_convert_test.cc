@@ -1,0 +1,46 @@
+// The wire form of what a standby holds (runtime/distrun.proto, ServiceSnapshot): every field comes back.
+#include "runtime/transport/proto_convert.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace distrun {
+namespace {
+
+TEST(ProtoConvert, AServiceSnapshotComesBackWhole) {
+  ServiceSnapshot s;
+  s.num_nodes = 3;
+  s.run_id = "run1";
+  s.worker_token = "t0ken";
+  s.host_agent = 0;
+  s.round = 2;
+  s.restarts = 1;
+  s.losses = {{2, 0}};
+  s.arrivals = {{3, 1}};
+  s.hosts = {"host-a", "host-b", "", "host-d"};
+  s.membership.range = {2, 4, ElasticPolicy::kSpares, ScaleUp::kNow};
+  s.membership.epoch = 2;
+  s.membership.node_of = {0, 1, 2, 3};
+  s.membership.lost = {false, false, true, false};
+  s.membership.waiting = {false, false, false, false};
+  s.membership.seated = {0, 1};
+  s.membership.lost_order = {2};
+  s.job_keys = {{"job/step", "1200"}, {"job/bytes", std::string("\0\xff", 2)}};
+  v1::ServiceSnapshot wire;
+  ToProto(s, &wire);
+  v1::ServiceSnapshot parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire.SerializeAsString()));
+  EXPECT_EQ(FromProto(parsed), s);
+  // Each policy and scale-up keeps its meaning on the wire.
+  for (ScaleUp up : {ScaleUp::kNever, ScaleUp::kNextRestart, ScaleUp::kNow}) {
+    s.membership.range.scale_up = up;
+    s.membership.range.policy = ElasticPolicy::kResize;
+    ToProto(s, &wire);
+    EXPECT_EQ(FromProto(wire).membership.range.scale_up, up);
+    EXPECT_EQ(FromProto(wire).membership.range.policy, ElasticPolicy::kResize);
+  }
+}
+
+}  // namespace
+}  // namespace distrun
