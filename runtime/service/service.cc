@@ -249,6 +249,10 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
   common.run_id = config_.run_id.empty() ? first.run_id : config_.run_id;
   common.restart_round = round_;
   common.worker_token = config_.worker_token;
+  if (config_.elastic) {
+    common.standby_agent =
+        ChooseStandby(membership_, config_.host_agent, [this](int agent) { return HostOf(agent); });
+  }
   assignments_.clear();
   offset = 0;
   int node_rank = -1;

@@ -77,8 +77,10 @@ class StandbyTest : public ::testing::Test {
     EXPECT_TRUE(s->KvSet("nccl-id", "epoch 0's").ok());
     s->DetachAgent(streams[3].id);
     EXPECT_EQ(s->CurrentRound(), 1);
-    for (int n = 0; n < 3; ++n) Join(*s, n, 1);
+    std::shared_ptr<Joined> last;
+    for (int n = 0; n < 3; ++n) last = Join(*s, n, 1);
     EXPECT_EQ(s->State(), JobState::kRunning);
+    EXPECT_EQ(last->assignment.standby_agent, 1);  // every node learns the standby with its seat
     return s;
   }
 
@@ -151,6 +153,7 @@ TEST_F(StandbyTest, TheStandbyTakesOverWithAMajorityAndFencesTheOldCoordinator) 
   EXPECT_EQ(j2->assignment.master_port, 31000);
   EXPECT_EQ(j2->assignment.restart_round, 2);
   EXPECT_EQ(j2->assignment.worker_token, "worker-token-1");
+  EXPECT_EQ(j2->assignment.standby_agent, 2);  // a new standby among the survivors
   // The job's keys are there; the last epoch's are not.
   std::optional<std::string> v;
   ASSERT_TRUE(standby->KvTryGet("job/step", &v).ok());

@@ -96,6 +96,7 @@ TEST_F(ServiceTest, RendezvousAssignsRankOffsetsByPrefixSums) {
   EXPECT_EQ(r0->assignment.rank_offset, 0);
   EXPECT_EQ(r1->assignment.rank_offset, 4);
   EXPECT_EQ(r2->assignment.rank_offset, 6);
+  EXPECT_FALSE(r0->assignment.standby_agent);  // no node range: losing any node ends the job
   EXPECT_EQ(r2->assignment.num_processes, 7);
   EXPECT_EQ(r2->assignment.num_nodes, 3);
   EXPECT_EQ(r2->assignment.node_rank, 2);

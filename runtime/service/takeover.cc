@@ -8,6 +8,24 @@ namespace distrun {
 
 bool IsMajority(int votes, int members) { return members > 0 && 2 * votes > members; }
 
+std::optional<int> ChooseStandby(const Membership& m, int host_agent,
+                                 const std::function<std::string(int)>& host_of) {
+  const int host_node = m.node_of(host_agent);
+  const std::string host = host_of(host_agent);
+  std::optional<int> same_host;
+  for (int node : m.seated_nodes()) {
+    if (node < 0 || node == host_node || m.lost(m.agents_of(node).front())) continue;
+    const int agent = m.agents_of(node).front();
+    if (host.empty() || host_of(agent) != host) return agent;
+    if (!same_host) same_host = agent;
+  }
+  if (same_host) return same_host;
+  for (int node : m.unseated_nodes()) {
+    if (node != host_node) return m.agents_of(node).front();
+  }
+  return std::nullopt;
+}
+
 Takeover::Takeover(TakeoverConfig config, std::chrono::steady_clock::time_point start)
     : config_(std::move(config)), deadline_(start + config_.window) {
   if (!IsMember(config_.lost_coordinator)) {

@@ -16,6 +16,8 @@
 // Pure bookkeeping in node ranks; no clock of its own, no I/O.
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,14 @@ struct TakeoverDecision {
 
 // True when `votes` nodes are a majority of an epoch of `members` nodes.
 bool IsMajority(int votes, int members);
+
+// The standby of the epoch `m` is in: the first seated node, in seat order, on another host than the
+// service's (a host lost with the coordinator's would take the standby with it), else the first other
+// seated node, else the first live node without a seat. Its first agent, or nullopt when the epoch has
+// no live node but the service's host's. `host_of(agent)` names an agent's host ("" if unknown: then it
+// counts as another host).
+std::optional<int> ChooseStandby(const Membership& m, int host_agent,
+                                 const std::function<std::string(int)>& host_of);
 
 class Takeover {
  public:

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace distrun {
 namespace {
@@ -161,6 +163,37 @@ TEST(Takeover, TheStandbyAndTheLostCoordinatorMustBeMembers) {
   c.standby = 1;
   c.lost_coordinator = 5;
   EXPECT_THROW(Takeover(c, kStart), std::invalid_argument);
+}
+
+TEST(ChooseStandby, TheFirstSeatedNodeOnAnotherHost) {
+  Membership m(4, {2, 4, ElasticPolicy::kResize});
+  std::vector<std::string> hosts = {"a", "a", "b", "c"};
+  auto host_of = [&](int agent) { return hosts[static_cast<size_t>(agent)]; };
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), 2);  // node 1 shares node 0's host
+  ASSERT_EQ(m.Lose(2), Membership::Loss::kMemberLost);
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), 3);
+  ASSERT_EQ(m.Lose(3), Membership::Loss::kMemberLost);
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), 1);  // only the host's own host is left: better than none
+  hosts = {"", "", "", ""};                    // hosts not known yet: the first other seated node
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), 1);
+  EXPECT_EQ(ChooseStandby(m, 1, host_of), 0);  // a standby that took over hosts the service now
+}
+
+TEST(ChooseStandby, ASpareWhenNoOtherNodeIsSeatedAndNoneForOneNode) {
+  Membership m(2, {1, 2, ElasticPolicy::kSpares});
+  auto host_of = [](int agent) { return "host-" + std::to_string(agent); };
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), 1);  // the spare
+  ASSERT_EQ(m.Lose(1), Membership::Loss::kSpare);
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), std::nullopt);
+}
+
+TEST(ChooseStandby, PerTaskJobsChooseANodesFirstAgent) {
+  Membership m(6, {2, 3, ElasticPolicy::kResize}, /*grouped_later=*/true);
+  m.SetGroups({0, 0, 1, 1, 2, 2});
+  auto host_of = [](int agent) { return "host-" + std::to_string(agent / 2); };
+  EXPECT_EQ(ChooseStandby(m, 1, host_of), 2);
+  ASSERT_EQ(m.Lose(3), Membership::Loss::kMemberLost);
+  EXPECT_EQ(ChooseStandby(m, 0, host_of), 4);
 }
 
 }  // namespace

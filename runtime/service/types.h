@@ -84,6 +84,9 @@ struct NodeAssignment {
   bool spare = false;  // a hot spare this epoch: no workers; node_rank is -1
   int agent = 0;       // the node's identity for the job's life: its launch node rank, or an arrival's number
   std::string worker_token;  // node 0's token for the workers (munge-protected jobs); empty: the agents'
+  // The epoch's standby coordinator (DESIGN §4.5): the agent that holds a copy of the job and takes over
+  // when the service's host is lost. Unset: none (a job without --nnodes, or an epoch of one node).
+  std::optional<int> standby_agent;
 };
 
 struct FailedWorker {

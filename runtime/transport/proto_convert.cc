@@ -117,6 +117,7 @@ void ToProto(const NodeAssignment& in, v1::Assignment* out) {
   out->set_spare(in.spare);
   out->set_agent(in.agent);
   out->set_worker_token(in.worker_token);
+  if (in.standby_agent) out->set_standby_agent(*in.standby_agent);
 }
 
 NodeAssignment FromProto(const v1::Assignment& in) {
@@ -133,6 +134,7 @@ NodeAssignment FromProto(const v1::Assignment& in) {
   a.spare = in.spare();
   a.agent = in.agent();
   a.worker_token = in.worker_token();
+  if (in.has_standby_agent()) a.standby_agent = in.standby_agent();
   return a;
 }
 

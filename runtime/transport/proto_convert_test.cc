@@ -42,5 +42,15 @@ TEST(ProtoConvert, AServiceSnapshotComesBackWhole) {
   }
 }
 
+TEST(ProtoConvert, AnAssignmentSaysWhetherItHasAStandby) {
+  NodeAssignment a;
+  v1::Assignment wire;
+  ToProto(a, &wire);
+  EXPECT_FALSE(FromProto(wire).standby_agent);
+  a.standby_agent = 0;  // agent 0 is a standby like any other, after a takeover
+  ToProto(a, &wire);
+  EXPECT_EQ(FromProto(wire).standby_agent, 0);
+}
+
 }  // namespace
 }  // namespace distrun
