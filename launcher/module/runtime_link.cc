@@ -62,7 +62,8 @@ JobDecision ToDecision(const JobEvent& e) {
       break;
     case JobEvent::Kind::kHeartbeat:
     case JobEvent::Kind::kJoined:
-      break;  // not decisions: TakeDecisions leaves them out, and the agent keeps join answers itself
+    case JobEvent::Kind::kStandby:
+      break;  // not decisions: the agent keeps join answers itself and drops the others
   }
   return d;
 }

@@ -180,7 +180,8 @@ void Agent::SendStacks(const StacksReply& reply) { stream_->SendStacks(reply); }
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
   last_answer_ = std::chrono::steady_clock::now();
-  if (event.kind == JobEvent::Kind::kHeartbeat) return;
+  // A standby's update: this agent's joins do not say it replicates, so none is sent to it (DESIGN §4.5).
+  if (event.kind == JobEvent::Kind::kHeartbeat || event.kind == JobEvent::Kind::kStandby) return;
   if (event.kind == JobEvent::Kind::kJoined) {
     join_answer_ = event;
     cv_.notify_all();

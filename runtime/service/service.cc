@@ -177,6 +177,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     } else if (join.arriving && state_ == JobState::kRunning) {
       // The epoch runs without it: a spare until a later epoch seats it.
       nodes_[static_cast<size_t>(join.node_rank)].join = arrival;
+      nodes_[static_cast<size_t>(join.node_rank)].replicates = join.replicates;
       completions.push_back(
           [done = std::move(done), a = AssignmentOf(join.node_rank)] { done(Status::Ok(), a); });
     } else if (state_ != JobState::kRendezvous) {
@@ -192,6 +193,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
       } else {
         node.join = arrival;
         node.host = join.host;
+        node.replicates = join.replicates;
         node.join_done = std::move(done);
         if (!node.stream) SetHeartbeatDeadline(node);
         // Counted, not scanned: a scan per join is quadratic in the node count.
@@ -268,6 +270,12 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     assignments_.push_back(a);
   }
   state_ = JobState::kRunning;
+  if (common.standby_agent != standby_) {
+    // A new standby starts from a snapshot; what the old one acknowledged no longer holds anything back.
+    ReleaseHeldWrites(completions);
+    standby_ = common.standby_agent;
+  }
+  ReplicateState(completions);
   for (int agent = 0; agent < Agents(); ++agent) {
     NodeState& n = nodes_[static_cast<size_t>(agent)];
     if (!n.join_done) continue;
@@ -388,6 +396,7 @@ void CoordinationService::StopJob(const FailedWorker& failure, Completions& comp
   state_ = JobState::kStopped;
   exit_code_ = failure.exit_code;
   final_event_ = event;
+  ReleaseHeldWrites(completions);  // they are applied: nothing more will hold them
   Status aborted{StatusCode::kAborted, "the job stopped after " + DescribeFailure(failure)};
   FailRendezvous(aborted, completions);
   FailAllWaits(aborted, completions);
@@ -499,13 +508,14 @@ Status CoordinationService::StoreValue(const std::string& key, const std::string
   return Status::Ok();
 }
 
-Status CoordinationService::KvSet(const std::string& key, const std::string& value) {
+Status CoordinationService::KvSet(const std::string& key, const std::string& value, Done on_held) {
   Completions completions;
   Status status;
   {
     std::lock_guard lock(mu_);
     status = ValidateKey(key);
     if (status.ok()) status = StoreValue(key, value, completions);
+    if (status.ok()) WriteThrough(key, value, std::move(on_held), completions);
   }
   Run(completions);
   return status;
@@ -548,7 +558,7 @@ Status CoordinationService::KvTryGet(const std::string& key, std::optional<std::
   return Status::Ok();
 }
 
-Status CoordinationService::KvAdd(const std::string& key, int64_t delta, int64_t* value) {
+Status CoordinationService::KvAdd(const std::string& key, int64_t delta, int64_t* value, Done on_held) {
   Completions completions;
   Status status;
   {
@@ -572,7 +582,10 @@ Status CoordinationService::KvAdd(const std::string& key, int64_t delta, int64_t
                                                std::to_string(current) + ") overflows int64"};
       }
       if (status.ok()) status = StoreValue(key, std::to_string(result), completions);
-      if (status.ok()) *value = result;
+      if (status.ok()) {
+        *value = result;
+        WriteThrough(key, std::to_string(result), std::move(on_held), completions);
+      }
     }
   }
   Run(completions);
@@ -581,7 +594,7 @@ Status CoordinationService::KvAdd(const std::string& key, int64_t delta, int64_t
 
 Status CoordinationService::KvCompareAndSet(const std::string& key,
                                             const std::optional<std::string>& expected,
-                                            const std::string& desired, CasResult* result) {
+                                            const std::string& desired, CasResult* result, Done on_held) {
   Completions completions;
   Status status;
   {
@@ -597,23 +610,36 @@ Status CoordinationService::KvCompareAndSet(const std::string& key,
         status = StoreValue(key, desired, completions);
         result->swapped = status.ok();
       }
+      if (status.ok()) {
+        std::optional<std::string> written;
+        if (result->swapped) written = desired;
+        // Nothing written: nothing to hold (an unchanged key is passed as an epoch's, at once).
+        WriteThrough(result->swapped ? key : std::string(), written, std::move(on_held), completions);
+      }
     }
   }
   Run(completions);
   return status;
 }
 
-Status CoordinationService::KvDelete(const std::string& key, bool* deleted) {
-  std::lock_guard lock(mu_);
-  Status status = ValidateKey(key);
-  if (!status.ok()) return status;
-  auto it = store_.find(key);
-  *deleted = it != store_.end();
-  if (*deleted) {
-    store_bytes_ -= it->first.size() + it->second.size();
-    store_.erase(it);
+Status CoordinationService::KvDelete(const std::string& key, bool* deleted, Done on_held) {
+  Completions completions;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    status = ValidateKey(key);
+    if (status.ok()) {
+      auto it = store_.find(key);
+      *deleted = it != store_.end();
+      if (*deleted) {
+        store_bytes_ -= it->first.size() + it->second.size();
+        store_.erase(it);
+      }
+      WriteThrough(*deleted ? key : std::string(), std::nullopt, std::move(on_held), completions);
+    }
   }
-  return Status::Ok();
+  Run(completions);
+  return status;
 }
 
 Status CoordinationService::KvList(const std::string& prefix,
@@ -814,6 +840,7 @@ void CoordinationService::Shutdown() {
     FailRendezvous(unavailable, completions);
     FailAllWaits(unavailable, completions);
     while (!stack_requests_.empty()) FinishStackRequest(stack_requests_.begin()->first, completions);
+    ReleaseHeldWrites(completions);
   }
   Run(completions);
 }

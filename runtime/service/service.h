@@ -131,14 +131,19 @@ class CoordinationService {
   Status ReportSuccess(int node_rank, int restart_round);
 
   // Key-value store. Values are bytes; Add keeps a decimal int64.
-  Status KvSet(const std::string& key, const std::string& value);
+  //
+  // Writes (Set, Add, CompareAndSet, Delete) take `on_held`: when the write succeeded, it runs once the
+  // write is held where a takeover finds it (DESIGN §4.5): at once for an epoch's key or where no
+  // standby replicates, else when the standby acknowledged it, or lost it (the job then holds it on node 0
+  // alone, as a job without a standby does). It never runs for a write that failed (the call's Status).
+  Status KvSet(const std::string& key, const std::string& value, Done on_held = nullptr);
   void KvGet(const std::string& key, std::chrono::milliseconds timeout, ValueDone done);
   Status KvTryGet(const std::string& key, std::optional<std::string>* value);
-  Status KvAdd(const std::string& key, int64_t delta, int64_t* value);
+  Status KvAdd(const std::string& key, int64_t delta, int64_t* value, Done on_held = nullptr);
   // `expected` unset: swap only when the key is absent.
   Status KvCompareAndSet(const std::string& key, const std::optional<std::string>& expected,
-                         const std::string& desired, CasResult* result);
-  Status KvDelete(const std::string& key, bool* deleted);
+                         const std::string& desired, CasResult* result, Done on_held = nullptr);
+  Status KvDelete(const std::string& key, bool* deleted, Done on_held = nullptr);
   Status KvList(const std::string& prefix, std::vector<std::pair<std::string, std::string>>* entries);
 
   // `count` 0: every worker of the current round, which must have finished rendezvous.
@@ -157,6 +162,9 @@ class CoordinationService {
 
   // The standby's side (runtime/service/service_standby.cc). What a standby must hold to take over now.
   ServiceSnapshot Snapshot() const;
+  // The standby's agent applied every update up to `applied` (StandbyReplica::applied); `needs_snapshot`:
+  // it refused one (a gap) and waits for a snapshot. From another stream than the standby's: ignored.
+  void StandbyApplied(uint64_t stream_id, uint64_t applied, bool needs_snapshot = false);
   // A service built with `resume`: fences the nodes `decision` names (the old coordinator first) and
   // begins the next epoch without them, or ends the job when too few are left. Once, before any join.
   Status TakeOver(const TakeoverDecision& decision);
@@ -190,6 +198,7 @@ class CoordinationService {
     std::optional<Clock::time_point> heartbeat_deadline;
     Clock::time_point heard_well{};  // last attached or heartbeat while it still heard the coordinator
     bool succeeded = false;          // this round
+    bool replicates = false;         // as it last joined
   };
   struct HeldFailure {
     FailedWorker failure;
@@ -250,6 +259,18 @@ class CoordinationService {
   static void Run(Completions& completions);
   // The constructor's part for a service built with `resume`.
   void Restore(const ServiceSnapshot& snapshot);
+  ServiceSnapshot SnapshotLocked() const;
+  // Write-through (service_standby.cc). The epoch's standby can take updates now: it replicates, it is
+  // not lost, and its stream is attached.
+  bool Replicating() const;
+  // Sends the standby a snapshot of the job (its state changed: an epoch, a loss, an arrival, a new
+  // standby), or releases the held writes where no standby replicates.
+  void ReplicateState(Completions& completions);
+  // After a write of `key` (value unset: deleted): sends it to the standby if it is one of the job's keys
+  // and holds `on_held` until the standby acknowledges it; otherwise `on_held` runs with the completions.
+  void WriteThrough(const std::string& key, const std::optional<std::string>& value, Done on_held,
+                    Completions& completions);
+  void ReleaseHeldWrites(Completions& completions);
   // Records that `agent`'s node was lost (with every agent of it); returns the agents newly lost.
   std::vector<int> RecordLoss(int agent, Membership::Loss* loss);
   // service_diagnosis.cc: the hang and stall watch, and stack requests, on every Tick.
@@ -278,6 +299,12 @@ class CoordinationService {
   Membership membership_;
   bool grouped_ = false;  // agents_share_hosts: the nodes were learnt
   bool taken_over_ = false;
+  // Write-through to the epoch's standby (assignment's standby_agent): the last update sent and the last
+  // acknowledged, and the writes held until an acknowledgement covers them.
+  std::optional<int> standby_;
+  uint64_t standby_sent_ = 0;
+  uint64_t standby_acked_ = 0;
+  std::vector<std::pair<uint64_t, Done>> held_writes_;
   int joined_ = 0;     // nodes with a join this round
   int succeeded_ = 0;  // nodes that reported success this round
   // Lower bounds of the heartbeat and key-value wait deadlines, so that Tick scans only when one passed.

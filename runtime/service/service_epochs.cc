@@ -52,7 +52,9 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   if (loss == Membership::Loss::kAlreadyLost) return;
   // A silent node may still run its workers until its own timeout ends them: never beside the next epoch.
   if (silent) hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
+  const int round_before = round_;
   GoOnWithout(gone, member, loss, std::move(f), completions);
+  if (round_ == round_before) ReplicateState(completions);  // a new epoch already sent it
   // A frozen agent's stream may still be open: it hears that it is fenced when it reads again (now that
   // the epoch it is left out of has begun, which the message names).
   for (int agent : gone) {
@@ -143,6 +145,7 @@ void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
   round_deadline_ = Now() + config_.initialization_timeout;
   restart_event_ = event;
   Broadcast(event);
+  ReplicateState(completions);
 }
 
 std::string CoordinationService::History() const {
@@ -197,6 +200,7 @@ Status CoordinationService::Admit(const NodeJoin& join, int* agent) {
       SetHeartbeatDeadline(nodes_.back());  // until its stream attaches
       arrivals_.emplace_back(*agent, round_);
       Arrived(*agent, completions);
+      ReplicateState(completions);
     }
   }
   Run(completions);

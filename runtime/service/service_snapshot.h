@@ -4,7 +4,9 @@
 // in it: a takeover begins a new epoch, which starts without them anyway. The job's keys (types.h,
 // kJobKeyPrefix) are, since they outlive epochs.
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,36 @@ struct ServiceSnapshot {
   std::map<std::string, std::string> job_keys;
 
   bool operator==(const ServiceSnapshot&) const = default;
+};
+
+// One change written through to the standby, in order: sequence numbers grow by one from update to
+// update. A snapshot replaces whatever the standby held; any other update sets (value) or deletes (no
+// value) one of the job's keys.
+struct StandbyUpdate {
+  uint64_t seq = 0;
+  std::optional<ServiceSnapshot> snapshot;
+  std::string key;
+  std::optional<std::string> value;
+
+  bool operator==(const StandbyUpdate&) const = default;
+};
+
+// The standby's copy of the job, fed update by update. Its acknowledgement is applied(): the coordinator
+// holds a write back from its caller until the standby acknowledged it.
+class StandbyReplica {
+ public:
+  enum class Result {
+    kApplied,
+    kStale,         // an update it already has (a resent one): nothing changes
+    kNeedSnapshot,  // a key before any snapshot, or a gap: nothing changes until the next snapshot
+  };
+  Result Apply(const StandbyUpdate& update);
+  uint64_t applied() const { return applied_; }
+  const std::optional<ServiceSnapshot>& copy() const { return copy_; }
+
+ private:
+  uint64_t applied_ = 0;
+  std::optional<ServiceSnapshot> copy_;
 };
 
 }  // namespace distrun

@@ -1,7 +1,8 @@
-// The coordination service as a standby sees it (DESIGN §4.5): what the coordinator writes through (a
-// snapshot of the job, runtime/service/service_snapshot.h), a service rebuilt from it, and the takeover
-// that begins the next epoch without the old coordinator. The rule that decides whether to take over is
-// runtime/service/takeover.h's; the wire is the transport's.
+// The standby coordinator (DESIGN §4.5), both sides. The coordinator's: what it writes through to the
+// epoch's standby (a snapshot of the job when its state changes, each write of a job key after it) and the
+// writes it holds back until the standby acknowledged them. The standby's: its copy (StandbyReplica), a
+// service rebuilt from it, and the takeover that begins the next epoch without the old coordinator. The
+// rule that decides whether to take over is runtime/service/takeover.h's; the wire is the transport's.
 
 #include <algorithm>
 #include <stdexcept>
@@ -11,8 +12,28 @@
 
 namespace distrun {
 
+StandbyReplica::Result StandbyReplica::Apply(const StandbyUpdate& update) {
+  if (update.seq <= applied_) return Result::kStale;
+  if (update.snapshot) {
+    copy_ = update.snapshot;
+  } else {
+    if (!copy_ || update.seq != applied_ + 1) return Result::kNeedSnapshot;
+    if (update.value) {
+      copy_->job_keys[update.key] = *update.value;
+    } else {
+      copy_->job_keys.erase(update.key);
+    }
+  }
+  applied_ = update.seq;
+  return Result::kApplied;
+}
+
 ServiceSnapshot CoordinationService::Snapshot() const {
   std::lock_guard lock(mu_);
+  return SnapshotLocked();
+}
+
+ServiceSnapshot CoordinationService::SnapshotLocked() const {
   ServiceSnapshot s;
   s.num_nodes = config_.num_nodes;
   s.run_id = config_.run_id;
@@ -128,6 +149,63 @@ Status CoordinationService::TakeOver(const TakeoverDecision& decision) {
   }
   Run(completions);
   return status;
+}
+
+bool CoordinationService::Replicating() const {
+  if (!standby_ || shut_down_ || state_ == JobState::kStopped || state_ == JobState::kSucceeded) return false;
+  const NodeState& node = nodes_[static_cast<size_t>(*standby_)];
+  return node.replicates && node.stream && !membership_.lost(*standby_);
+}
+
+void CoordinationService::ReplicateState(Completions& completions) {
+  if (!Replicating()) {
+    ReleaseHeldWrites(completions);
+    return;
+  }
+  JobEvent event;
+  event.kind = JobEvent::Kind::kStandby;
+  event.standby_update = StandbyUpdate{++standby_sent_, SnapshotLocked(), {}, {}};
+  sinks_[*nodes_[static_cast<size_t>(*standby_)].stream](event);
+}
+
+void CoordinationService::WriteThrough(const std::string& key, const std::optional<std::string>& value,
+                                       Done on_held, Completions& completions) {
+  if (!IsJobKey(key) || !Replicating()) {
+    if (on_held) completions.push_back([done = std::move(on_held)] { done(Status::Ok()); });
+    return;
+  }
+  JobEvent event;
+  event.kind = JobEvent::Kind::kStandby;
+  event.standby_update = StandbyUpdate{++standby_sent_, std::nullopt, key, value};
+  sinks_[*nodes_[static_cast<size_t>(*standby_)].stream](event);
+  if (on_held) held_writes_.emplace_back(standby_sent_, std::move(on_held));
+}
+
+void CoordinationService::ReleaseHeldWrites(Completions& completions) {
+  standby_acked_ = standby_sent_;
+  for (auto& [seq, done] : held_writes_) {
+    completions.push_back([done = std::move(done)] { done(Status::Ok()); });
+  }
+  held_writes_.clear();
+}
+
+void CoordinationService::StandbyApplied(uint64_t stream_id, uint64_t applied, bool needs_snapshot) {
+  Completions completions;
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(stream_id);
+    if (it == streams_.end() || !standby_ || it->second != *standby_) return;
+    standby_acked_ = std::max(standby_acked_, std::min(applied, standby_sent_));
+    // Held writes are in sequence order.
+    auto covered = std::find_if(held_writes_.begin(), held_writes_.end(),
+                                [this](const auto& held) { return held.first > standby_acked_; });
+    for (auto w = held_writes_.begin(); w != covered; ++w) {
+      completions.push_back([done = std::move(w->second)] { done(Status::Ok()); });
+    }
+    held_writes_.erase(held_writes_.begin(), covered);
+    if (needs_snapshot) ReplicateState(completions);
+  }
+  Run(completions);
 }
 
 }  // namespace distrun

@@ -41,7 +41,8 @@ class StandbyTest : public ::testing::Test {
     return c;
   }
 
-  static std::shared_ptr<Joined> Join(CoordinationService& s, int node, int round, int port = 29500) {
+  static std::shared_ptr<Joined> Join(CoordinationService& s, int node, int round, int port = 29500,
+                                      bool replicates = false) {
     NodeJoin j;
     j.node_rank = node;
     j.num_nodes = 4;
@@ -50,6 +51,7 @@ class StandbyTest : public ::testing::Test {
     j.run_id = "run1";
     j.restart_round = round;
     j.proposed_master_port = port;
+    j.replicates = replicates;
     auto r = std::make_shared<Joined>();
     s.Join(j, [r](const Status& st, const NodeAssignment& a) {
       r->status = st;
@@ -255,6 +257,152 @@ TEST_F(StandbyTest, ACopyOfAnotherJobOrASecondTakeoverIsRefused) {
   rigid.elastic.reset();
   rigid.resume = snapshot;
   EXPECT_THROW(CoordinationService{rigid}, std::invalid_argument);
+}
+
+// The updates a standby's stream received, in order.
+std::vector<StandbyUpdate> UpdatesOf(const Stream& s) {
+  std::vector<StandbyUpdate> out;
+  for (const JobEvent& e : *s.events) {
+    if (e.kind == JobEvent::Kind::kStandby) out.push_back(e.standby_update.value());
+  }
+  return out;
+}
+
+// A job of 4 nodes whose every node replicates; node 1 is the standby of epoch 0.
+class WriteThroughTest : public StandbyTest {
+ protected:
+  void SetUp() override {
+    node0_ = std::make_unique<CoordinationService>(Config(4, {2, 4, ElasticPolicy::kResize}));
+    for (int n = 0; n < 4; ++n) streams_.push_back(Attach(*node0_, n));
+    for (int n = 0; n < 4; ++n) Join(*node0_, n, 0, 29500, /*replicates=*/true);
+    ASSERT_EQ(node0_->State(), JobState::kRunning);
+  }
+  // Feeds node `n`'s updates to a replica, as its distrun would, and acknowledges them.
+  void Apply(int n, StandbyReplica& replica) {
+    bool needs_snapshot = false;
+    for (const StandbyUpdate& u : UpdatesOf(streams_[static_cast<size_t>(n)])) {
+      needs_snapshot = replica.Apply(u) == StandbyReplica::Result::kNeedSnapshot || needs_snapshot;
+    }
+    streams_[static_cast<size_t>(n)].events->clear();
+    node0_->StandbyApplied(streams_[static_cast<size_t>(n)].id, replica.applied(), needs_snapshot);
+  }
+
+  std::unique_ptr<CoordinationService> node0_;
+  std::vector<Stream> streams_;
+};
+
+TEST_F(WriteThroughTest, AJobKeysWriteIsHeldUntilTheStandbyHasIt) {
+  // The standby got the job when the epoch began; no one else gets updates.
+  std::vector<StandbyUpdate> first = UpdatesOf(streams_[1]);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].seq, 1u);
+  ASSERT_TRUE(first[0].snapshot);
+  EXPECT_EQ(*first[0].snapshot, node0_->Snapshot());
+  for (int n : {0, 2, 3}) EXPECT_TRUE(UpdatesOf(streams_[static_cast<size_t>(n)]).empty());
+  StandbyReplica replica;
+  Apply(1, replica);
+
+  int held = 0;
+  ASSERT_TRUE(node0_->KvSet("job/step", "100", [&](const Status& s) { held += s.ok(); }).ok());
+  EXPECT_EQ(held, 0);  // written on node 0, not yet where a takeover finds it
+  std::optional<std::string> v;
+  ASSERT_TRUE(node0_->KvTryGet("job/step", &v).ok());
+  EXPECT_EQ(v, "100");  // readers see it at once
+  // An epoch's key is not written through: its epoch ends with node 0 anyway.
+  int epoch_key = 0;
+  ASSERT_TRUE(node0_->KvSet("nccl-id", "x", [&](const Status&) { ++epoch_key; }).ok());
+  EXPECT_EQ(epoch_key, 1);
+  int64_t counter = 0;
+  ASSERT_TRUE(node0_->KvAdd("job/count", 5, &counter, [&](const Status&) { ++held; }).ok());
+  CasResult cas;
+  ASSERT_TRUE(
+      node0_->KvCompareAndSet("job/step", std::string("99"), "101", &cas, [&](const Status&) { ++epoch_key; })
+          .ok());
+  EXPECT_FALSE(cas.swapped);
+  EXPECT_EQ(epoch_key, 2);  // nothing written: nothing held
+  bool deleted = false;
+  ASSERT_TRUE(node0_->KvDelete("job/count", &deleted, [&](const Status&) { ++held; }).ok());
+  EXPECT_EQ(held, 0);
+  std::vector<StandbyUpdate> updates = UpdatesOf(streams_[1]);
+  ASSERT_EQ(updates.size(), 3u);
+  EXPECT_EQ(updates[0], (StandbyUpdate{2, std::nullopt, "job/step", "100"}));
+  EXPECT_EQ(updates[1], (StandbyUpdate{3, std::nullopt, "job/count", "5"}));
+  EXPECT_EQ(updates[2], (StandbyUpdate{4, std::nullopt, "job/count", std::nullopt}));
+  // An acknowledgement from another node changes nothing; the standby's releases what it covers.
+  node0_->StandbyApplied(streams_[2].id, 4);
+  EXPECT_EQ(held, 0);
+  node0_->StandbyApplied(streams_[1].id, 2);
+  EXPECT_EQ(held, 1);
+  Apply(1, replica);
+  EXPECT_EQ(held, 3);
+  // The standby's copy is the job as node 0 has it.
+  ASSERT_TRUE(replica.copy());
+  EXPECT_EQ(*replica.copy(), node0_->Snapshot());
+}
+
+TEST_F(WriteThroughTest, AGapAsksForASnapshotAndALostStandbyReleasesTheWrites) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  ASSERT_TRUE(node0_->KvSet("job/a", "1").ok());
+  ASSERT_TRUE(node0_->KvSet("job/b", "2").ok());
+  // The first update is lost on the way (as a reconnection might lose it): the second is a gap.
+  streams_[1].events->erase(streams_[1].events->begin());
+  Apply(1, replica);
+  std::vector<StandbyUpdate> resent = UpdatesOf(streams_[1]);
+  ASSERT_EQ(resent.size(), 1u);
+  ASSERT_TRUE(resent[0].snapshot);
+  Apply(1, replica);
+  EXPECT_EQ(replica.copy()->job_keys, (std::map<std::string, std::string>{{"job/a", "1"}, {"job/b", "2"}}));
+
+  int held = 0;
+  ASSERT_TRUE(node0_->KvSet("job/c", "3", [&](const Status& s) { held += s.ok(); }).ok());
+  EXPECT_EQ(held, 0);
+  // The standby is lost: the write is released (node 0 alone holds it, as without a standby), and the
+  // next epoch's standby, node 2, gets the whole job.
+  node0_->DetachAgent(streams_[1].id);
+  EXPECT_EQ(held, 1);
+  ASSERT_EQ(node0_->CurrentRound(), 1);
+  EXPECT_TRUE(UpdatesOf(streams_[2]).empty());
+  for (int n : {0, 2, 3}) Join(*node0_, n, 1, 29500, true);
+  ASSERT_EQ(node0_->State(), JobState::kRunning);
+  std::vector<StandbyUpdate> to_new = UpdatesOf(streams_[2]);
+  ASSERT_FALSE(to_new.empty());
+  ASSERT_TRUE(to_new.back().snapshot);
+  EXPECT_EQ(to_new.back().snapshot->job_keys.at("job/c"), "3");
+  StandbyReplica second;
+  Apply(2, second);
+  EXPECT_EQ(*second.copy(), node0_->Snapshot());
+}
+
+TEST_F(StandbyTest, ANodeThatDoesNotReplicateIsNeverWaitedFor) {
+  auto node0 = std::make_unique<CoordinationService>(Config(2, {1, 2, ElasticPolicy::kResize}));
+  Stream s0 = Attach(*node0, 0);
+  Stream s1 = Attach(*node0, 1);
+  Join(*node0, 0, 0);
+  Join(*node0, 1, 0);
+  int held = 0;
+  ASSERT_TRUE(node0->KvSet("job/x", "1", [&](const Status&) { ++held; }).ok());
+  EXPECT_EQ(held, 1);
+  EXPECT_TRUE(UpdatesOf(s1).empty());
+}
+
+TEST(StandbyReplica, AppliesUpdatesInOrderOnly) {
+  StandbyReplica r;
+  EXPECT_EQ(r.Apply({1, std::nullopt, "job/a", "1"}), StandbyReplica::Result::kNeedSnapshot);
+  ServiceSnapshot s;
+  s.job_keys["job/old"] = "x";
+  EXPECT_EQ(r.Apply({2, s, {}, {}}), StandbyReplica::Result::kApplied);
+  EXPECT_EQ(r.Apply({2, std::nullopt, "job/a", "1"}), StandbyReplica::Result::kStale);
+  EXPECT_EQ(r.Apply({4, std::nullopt, "job/a", "1"}), StandbyReplica::Result::kNeedSnapshot);
+  EXPECT_EQ(r.applied(), 2u);
+  EXPECT_EQ(r.Apply({3, std::nullopt, "job/a", "1"}), StandbyReplica::Result::kApplied);
+  EXPECT_EQ(r.Apply({4, std::nullopt, "job/old", std::nullopt}), StandbyReplica::Result::kApplied);
+  EXPECT_EQ(r.copy()->job_keys, (std::map<std::string, std::string>{{"job/a", "1"}}));
+  // A later snapshot replaces everything, whatever came between.
+  s.job_keys = {{"job/z", "26"}};
+  EXPECT_EQ(r.Apply({9, s, {}, {}}), StandbyReplica::Result::kApplied);
+  EXPECT_EQ(r.copy()->job_keys, s.job_keys);
+  EXPECT_EQ(r.applied(), 9u);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/service/service_snapshot.h"
+
 namespace distrun {
 
 enum class StatusCode {
@@ -69,6 +71,9 @@ struct NodeJoin {
   // coordinator admits it and gives it one; restart_round is the job's current one, whatever it says.
   bool arriving = false;
   std::string machine;  // gethostname: per-task jobs group their distrun processes by it (host may differ)
+  // Its distrun keeps a standby's copy of the job when it is the epoch's standby (JobEvent kStandby) and
+  // acknowledges each update (CoordinationService::StandbyApplied). A node that does not is never waited for.
+  bool replicates = false;
 };
 
 struct NodeAssignment {
@@ -137,7 +142,7 @@ struct StacksReply {
 };
 
 struct JobEvent {
-  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined, kNotice, kStacks, kDiagnosis };
+  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined, kNotice, kStacks, kDiagnosis, kStandby };
   Kind kind = Kind::kHeartbeat;
   int exit_code = 0;          // kStop
   int restart_round = 0;      // kRestart: the round to join next
@@ -148,8 +153,9 @@ struct JobEvent {
   uint64_t stacks_id = 0;     // kStacks: collect every worker's stack and answer with this id
   bool coordinator_lost = false;  // kStop: the agent itself lost the coordinator (cut off, or node 0 gone)
   FailedWorker root_cause;
-  Status join_status;         // kJoined: the answer to a join sent on the stream
-  NodeAssignment assignment;  // kJoined, when join_status is OK
+  Status join_status;                           // kJoined: the answer to a join sent on the stream
+  NodeAssignment assignment;                    // kJoined, when join_status is OK
+  std::optional<StandbyUpdate> standby_update;  // kStandby: for the epoch's standby alone
 };
 
 struct CasResult {

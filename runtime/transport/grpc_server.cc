@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -178,7 +179,10 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                                   v1::KvSetResponse*) override {
     auto* reactor = ctx->DefaultReactor();
     if (!WorkerCall(ctx, "KvSet", reactor)) return reactor;
-    reactor->Finish(ToGrpc(service_.KvSet(req->key(), req->value())));
+    // A write is answered once it is held where a takeover finds it (the service's on_held).
+    Status s = service_.KvSet(req->key(), req->value(),
+                              [reactor](const Status& held) { reactor->Finish(ToGrpc(held)); });
+    if (!s.ok()) reactor->Finish(ToGrpc(s));
     return reactor;
   }
 
@@ -213,10 +217,14 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                                   v1::KvAddResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     if (!WorkerCall(ctx, "KvAdd", reactor)) return reactor;
-    int64_t value = 0;
-    Status s = service_.KvAdd(req->key(), req->delta(), &value);
-    resp->set_value(value);
-    reactor->Finish(ToGrpc(s));
+    // The service writes the result before on_held may run, on this thread or the acknowledging one.
+    auto value = std::make_shared<int64_t>(0);
+    Status s =
+        service_.KvAdd(req->key(), req->delta(), value.get(), [reactor, resp, value](const Status& held) {
+          resp->set_value(*value);
+          reactor->Finish(ToGrpc(held));
+        });
+    if (!s.ok()) reactor->Finish(ToGrpc(s));
     return reactor;
   }
 
@@ -225,14 +233,17 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                                             v1::KvCompareAndSetResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     if (!WorkerCall(ctx, "KvCompareAndSet", reactor)) return reactor;
-    CasResult r;
+    auto r = std::make_shared<CasResult>();
     std::optional<std::string> expected;
     if (!req->expect_absent()) expected = req->expected();
-    Status s = service_.KvCompareAndSet(req->key(), expected, req->desired(), &r);
-    resp->set_swapped(r.swapped);
-    resp->set_found(r.found);
-    resp->set_current(r.current);
-    reactor->Finish(ToGrpc(s));
+    Status s = service_.KvCompareAndSet(req->key(), expected, req->desired(), r.get(),
+                                        [reactor, resp, r](const Status& held) {
+                                          resp->set_swapped(r->swapped);
+                                          resp->set_found(r->found);
+                                          resp->set_current(r->current);
+                                          reactor->Finish(ToGrpc(held));
+                                        });
+    if (!s.ok()) reactor->Finish(ToGrpc(s));
     return reactor;
   }
 
@@ -240,10 +251,12 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
                                      v1::KvDeleteResponse* resp) override {
     auto* reactor = ctx->DefaultReactor();
     if (!WorkerCall(ctx, "KvDelete", reactor)) return reactor;
-    bool deleted = false;
-    Status s = service_.KvDelete(req->key(), &deleted);
-    resp->set_deleted(deleted);
-    reactor->Finish(ToGrpc(s));
+    auto deleted = std::make_shared<bool>(false);
+    Status s = service_.KvDelete(req->key(), deleted.get(), [reactor, resp, deleted](const Status& held) {
+      resp->set_deleted(*deleted);
+      reactor->Finish(ToGrpc(held));
+    });
+    if (!s.ok()) reactor->Finish(ToGrpc(s));
     return reactor;
   }
 

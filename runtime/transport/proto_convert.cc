@@ -85,6 +85,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_leaving(in.leaving);
   out->set_arriving(in.arriving);
   out->set_machine(in.machine);
+  out->set_replicates(in.replicates);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -101,6 +102,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.leaving = in.leaving();
   j.arriving = in.arriving();
   j.machine = in.machine();
+  j.replicates = in.replicates();
   return j;
 }
 
@@ -177,6 +179,15 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
     case JobEvent::Kind::kDiagnosis:
       out->mutable_diagnosis()->set_text(in.notice);
       break;
+    case JobEvent::Kind::kStandby: {
+      v1::StandbyUpdate* u = out->mutable_standby();
+      const StandbyUpdate& update = in.standby_update.value();
+      u->set_seq(update.seq);
+      if (update.snapshot) ToProto(*update.snapshot, u->mutable_snapshot());
+      u->set_key(update.key);
+      if (update.value) u->set_value(*update.value);
+      break;
+    }
     case JobEvent::Kind::kJoined: {
       grpc::Status status = ToGrpc(in.join_status);
       v1::JoinAnswer* answer = out->mutable_joined();
@@ -224,6 +235,15 @@ JobEvent FromProto(const v1::JobEvent& in) {
       e.kind = JobEvent::Kind::kDiagnosis;
       e.notice = in.diagnosis().text();
       break;
+    case v1::JobEvent::kStandby: {
+      e.kind = JobEvent::Kind::kStandby;
+      StandbyUpdate& update = e.standby_update.emplace();
+      update.seq = in.standby().seq();
+      if (in.standby().has_snapshot()) update.snapshot = FromProto(in.standby().snapshot());
+      update.key = in.standby().key();
+      if (in.standby().has_value()) update.value = in.standby().value();
+      break;
+    }
     default:
       e.kind = JobEvent::Kind::kHeartbeat;
       break;  // also events of a newer minor version

@@ -52,5 +52,32 @@ TEST(ProtoConvert, AnAssignmentSaysWhetherItHasAStandby) {
   EXPECT_EQ(FromProto(wire).standby_agent, 0);
 }
 
+TEST(ProtoConvert, AStandbyUpdateAndAReplicatingJoinComeBackWhole) {
+  JobEvent e;
+  e.kind = JobEvent::Kind::kStandby;
+  e.standby_update = StandbyUpdate{7, std::nullopt, "job/gone", std::nullopt};
+  v1::JobEvent wire;
+  ToProto(e, &wire);
+  EXPECT_EQ(FromProto(wire).standby_update, e.standby_update);
+  e.standby_update = StandbyUpdate{8, std::nullopt, "job/empty", ""};  // an empty value is not a delete
+  wire.Clear();
+  ToProto(e, &wire);
+  EXPECT_EQ(FromProto(wire).standby_update, e.standby_update);
+  ServiceSnapshot s;
+  s.run_id = "r";
+  s.job_keys["job/k"] = "v";
+  e.standby_update = StandbyUpdate{9, s, {}, {}};
+  wire.Clear();
+  ToProto(e, &wire);
+  EXPECT_EQ(FromProto(wire).kind, JobEvent::Kind::kStandby);
+  EXPECT_EQ(FromProto(wire).standby_update, e.standby_update);
+
+  NodeJoin j;
+  j.replicates = true;
+  v1::JoinRequest join;
+  ToProto(j, &join);
+  EXPECT_TRUE(FromProto(join).replicates);
+}
+
 }  // namespace
 }  // namespace distrun
