@@ -45,6 +45,7 @@ std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, i
 Agent::Agent(AgentConfig config) : config_(std::move(config)), started_(std::chrono::steady_clock::now()) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  config_.join.replicates = true;  // as the epoch's standby, this node keeps a copy of the job (Push)
   // The stream's first message joins round 0: rendezvous costs the coordinator no call of its own.
   NodeJoin first_join = config_.join;
   first_join.restart_round = 0;
@@ -180,8 +181,15 @@ void Agent::SendStacks(const StacksReply& reply) { stream_->SendStacks(reply); }
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
   last_answer_ = std::chrono::steady_clock::now();
-  // A standby's update: this agent's joins do not say it replicates, so none is sent to it (DESIGN §4.5).
-  if (event.kind == JobEvent::Kind::kHeartbeat || event.kind == JobEvent::Kind::kStandby) return;
+  if (event.kind == JobEvent::Kind::kHeartbeat) return;
+  if (event.kind == JobEvent::Kind::kStandby) {
+    // This node is the epoch's standby: the coordinator holds a write back until it hears this was applied.
+    if (replica_.Apply(*event.standby_update) == StandbyReplica::Result::kNeedSnapshot)
+      standby_needs_snapshot_ = true;
+    standby_ack_ = true;
+    cv_.notify_all();
+    return;
+  }
   if (event.kind == JobEvent::Kind::kJoined) {
     join_answer_ = event;
     cv_.notify_all();
@@ -232,6 +240,11 @@ std::optional<JobEvent> Agent::WaitForEvent(std::chrono::milliseconds timeout) {
   return e;
 }
 
+std::optional<ServiceSnapshot> Agent::StandbyCopy() const {
+  std::lock_guard lock(mu_);
+  return replica_.copy();
+}
+
 void Agent::HeartbeatLoop() {
   std::unique_lock lock(mu_);
   auto last_wake = std::chrono::steady_clock::now();
@@ -246,8 +259,17 @@ void Agent::HeartbeatLoop() {
     if (last_answer_ && !ended_) {
       wake = std::min(wake, *last_answer_ + config_.heartbeat_timeout + std::chrono::milliseconds(1));
     }
-    if (cv_.wait_until(lock, wake, [&] { return closing_ || (progress_news_ && !news_planned); })) {
+    if (cv_.wait_until(lock, wake,
+                       [&] { return closing_ || standby_ack_ || (progress_news_ && !news_planned); })) {
       if (closing_) break;
+      if (standby_ack_) {
+        const uint64_t applied = replica_.applied();
+        const bool needs_snapshot = standby_needs_snapshot_;
+        standby_ack_ = standby_needs_snapshot_ = false;
+        lock.unlock();
+        stream_->SendStandbyApplied(applied, needs_snapshot);
+        lock.lock();
+      }
       continue;  // news of progress: wake at its time instead
     }
     auto now = std::chrono::steady_clock::now();

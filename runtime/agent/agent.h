@@ -83,6 +83,10 @@ class Agent {
   // Waits up to `timeout` for an event other than heartbeats (for callers without a poll loop).
   std::optional<JobEvent> WaitForEvent(std::chrono::milliseconds timeout);
 
+  // What this node holds of the job as the epoch's standby (DESIGN §4.5): the coordinator's updates, as
+  // far as they were applied; unset while it never was the standby.
+  std::optional<ServiceSnapshot> StandbyCopy() const;
+
  private:
   void Push(const JobEvent& event);
   void CoordinatorLost(const std::string& why);
@@ -92,7 +96,7 @@ class Agent {
   int event_fd_ = -1;
   int round_ = 0;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<JobEvent> events_;
   bool ended_ = false;    // a stop or completion arrived, or the coordinator was lost
@@ -107,6 +111,11 @@ class Agent {
   std::chrono::steady_clock::time_point progress_read_;  // when the supervisor read progress_
   bool progress_news_ = false;                           // the least advanced rank moved since the last send
   std::chrono::steady_clock::time_point progress_sent_;
+
+  // The standby's copy of the job; its acknowledgement goes out from the heartbeat thread, at once.
+  StandbyReplica replica_;
+  bool standby_ack_ = false;
+  bool standby_needs_snapshot_ = false;
 
   // Node 0's agent calls the service in its own process (InProcessStream); every other one speaks the agent
   // channel.

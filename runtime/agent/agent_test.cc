@@ -8,6 +8,7 @@
 #include <future>
 #include <thread>
 
+#include "runtime/transport/grpc_client.h"
 #include "runtime/transport/grpc_server.h"
 #include "runtime/transport/test_node0.h"
 
@@ -133,6 +134,41 @@ TEST_F(AgentTest, ANoticeOfAnArrivalKeepsTheAgentsBeating) {
   EXPECT_EQ(service->State(), JobState::kRunning);
   EXPECT_TRUE(PollEvents(*a1, 0ms).size() <= 1);  // its own notice, nothing else
   EXPECT_TRUE(PollEvents(late, 0ms).empty());
+}
+
+TEST_F(AgentTest, TheStandbyHoldsTheJobAndEveryWriteOfAJobKeyWaitsForIt) {
+  ServiceConfig sc = testing::TestServiceConfig(3);
+  sc.run_id = "r";
+  sc.worker_token = "w";
+  sc.elastic = ElasticRange{2, 3, ElasticPolicy::kResize, ScaleUp::kNextRestart};
+  service = std::make_unique<CoordinationService>(sc);
+  server = std::make_unique<GrpcServer>(*service, testing::TestGrpcServerConfig(kToken));
+  auto a0 = MakeAgent(0, 3, 1);
+  auto a1 = MakeAgent(1, 3, 1);
+  auto a2 = MakeAgent(2, 3, 1);
+  auto assignments = JoinAll({a0.get(), a1.get(), a2.get()});
+  ASSERT_EQ(assignments[2].standby_agent, 1);  // the first seated node on another host than node 0's
+  // A worker's write through gRPC is answered once node 1's distrun applied it.
+  GrpcClientConfig cc;
+  cc.address = server->address();
+  cc.token = kToken;
+  GrpcClient worker(cc);
+  ASSERT_TRUE(worker.KvSet("job/step", "7").ok());
+  std::optional<ServiceSnapshot> copy = a1->StandbyCopy();
+  ASSERT_TRUE(copy);
+  EXPECT_EQ(copy->job_keys.at("job/step"), "7");
+  int64_t added = 0;
+  ASSERT_TRUE(worker.KvAdd("job/count", 2, &added).ok());
+  EXPECT_EQ(added, 2);
+  bool deleted = false;
+  ASSERT_TRUE(worker.KvDelete("job/step", &deleted).ok());
+  EXPECT_TRUE(deleted);
+  CasResult cas;
+  ASSERT_TRUE(worker.KvCompareAndSet("job/count", std::string("2"), "3", &cas).ok());
+  EXPECT_TRUE(cas.swapped);
+  EXPECT_EQ(a1->StandbyCopy(), service->Snapshot());
+  EXPECT_FALSE(a2->StandbyCopy());  // only the standby gets updates
+  EXPECT_FALSE(a0->StandbyCopy());
 }
 
 TEST_F(AgentTest, AgentGoneStopsTheOthers) {

@@ -298,6 +298,14 @@ bool AgentChannel::SendStacks(const StacksReply& reply) {
   return Send(Framed(frame), /*skippable=*/false);
 }
 
+bool AgentChannel::SendStandbyApplied(uint64_t applied, bool needs_snapshot) {
+  v1::AgentFrame frame;
+  frame.mutable_liveness()->set_node_rank(options_.node_rank);
+  frame.mutable_liveness()->mutable_standby()->set_applied(applied);
+  frame.mutable_liveness()->mutable_standby()->set_needs_snapshot(needs_snapshot);
+  return Send(Framed(frame), /*skippable=*/false);
+}
+
 Status AgentChannel::ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) {
   *root_cause = false;
   uint64_t id = 0;

@@ -45,6 +45,7 @@ class AgentChannel final : public AgentStream {
   bool SendSuccess(int restart_round) override;
   bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override;
   bool SendStacks(const StacksReply& reply) override;
+  bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) override;
   void Close() override;
 
   // Blocks until the coordinator answers, the channel ends or the call timeout.

@@ -496,6 +496,9 @@ class AgentChannelServer::Loop {
     }
     if (message.has_progress()) service_.ReportProgress(node, FromProto(message.progress()));
     if (message.has_stacks()) service_.ReportStacks(node, FromProto(message.stacks()));
+    if (message.has_standby() && id) {  // never a stream's first message
+      service_.StandbyApplied(*id, message.standby().applied(), message.standby().needs_snapshot());
+    }
   }
 
   void Call(const ConnPtr& conn, const v1::AgentCall& call) {

@@ -72,6 +72,13 @@ class Stream final : public LivenessStream {
     return WriteNews(message);
   }
 
+  bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) override {
+    v1::AgentHeartbeat message = heartbeat_;
+    message.mutable_standby()->set_applied(applied);
+    message.mutable_standby()->set_needs_snapshot(needs_snapshot);
+    return WriteNews(message);
+  }
+
   bool SendJoin(const NodeJoin& join) override {
     v1::AgentHeartbeat message = heartbeat_;
     ToProto(join, message.mutable_join());

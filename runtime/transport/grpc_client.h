@@ -51,6 +51,9 @@ class LivenessStream {
   virtual bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) = 0;
   // The answer to a kStacks event.
   virtual bool SendStacks(const StacksReply& reply) = 0;
+  // The epoch's standby applied the coordinator's updates up to `applied` (CoordinationService::
+  // StandbyApplied); `needs_snapshot`: it refused one and waits for the whole job.
+  virtual bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) = 0;
   // Ends the stream (and its thread) from this side; on_closed still runs once.
   virtual void Close() = 0;
 };

@@ -369,6 +369,9 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
       }
       if (in_.has_progress()) impl_.service_.ReportProgress(in_node_rank_, FromProto(in_.progress()));
       if (in_.has_stacks()) impl_.service_.ReportStacks(in_node_rank_, FromProto(in_.stacks()));
+      if (in_.has_standby() && stream_id_) {  // never a stream's first message
+        impl_.service_.StandbyApplied(*stream_id_, in_.standby().applied(), in_.standby().needs_snapshot());
+      }
       StartRead(&in_);
     }
 

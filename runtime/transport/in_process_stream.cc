@@ -109,6 +109,13 @@ bool InProcessStream::SendStacks(const StacksReply& reply) {
   return true;
 }
 
+bool InProcessStream::SendStandbyApplied(uint64_t applied, bool needs_snapshot) {
+  if (!Attached()) return false;
+  service_.Heartbeat(*stream_id_);
+  service_.StandbyApplied(*stream_id_, applied, needs_snapshot);
+  return true;
+}
+
 void InProcessStream::Close() {
   // Closed first, detached after: the service calls the sink under its own lock, so the stream's lock is
   // never held while calling the service.

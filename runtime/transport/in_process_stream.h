@@ -31,6 +31,7 @@ class InProcessStream final : public AgentStream {
   bool SendSuccess(int restart_round) override;
   bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override;
   bool SendStacks(const StacksReply& reply) override;
+  bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) override;
   void Close() override;
 
   Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) override;
