@@ -16,6 +16,7 @@
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin
 //                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1] [--store-threads N]
 //   distrun-bench python-site [--python PATH] [--runs N]
+//   distrun-bench standby [--sets N]   (what write-through to the standby adds to a key-value set)
 //   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N]   (the hot path's
 //   ratios, ~1 min)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
@@ -44,13 +45,14 @@ int ElasticBench(const Flags& flags);
 int StackMergeBench(const Flags& flags);
 int TorchStoreBench(const Flags& flags);
 int PythonSiteBench(const Flags& flags);
+int StandbyBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge|"
-    "torch-store|python-site|guard "
+    "torch-store|python-site|standby|guard "
     "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
@@ -95,6 +97,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
     return distrun::bench::GuardBench(Flags(argc, argv, 2, {"distrun", "recorded", "repeats"}));
   if (which == "python-site")
     return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
+  if (which == "standby") return distrun::bench::StandbyBench(Flags(argc, argv, 2, {"sets"}));
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {
     return distrun::bench::KvClientMain(Flags(argc, argv, 2, {"address", "id", "seconds", "start-ns"}));
