@@ -105,7 +105,7 @@ JobProtection ResolveProtection(const Plan& plan, const Options& options, const 
                                        env.GetOr("SLURM_CONF", ""), env.root);
     std::string why;
     // No socket, no munged: libmunge is not even loaded (most hosts without Slurm; every --detect there).
-    const std::string socket = p.munge_socket.path.empty() ? kDefaultMungeSocket : p.munge_socket.path;
+    const std::string socket = p.munge_socket.Effective();
     struct stat st;
     std::shared_ptr<MungeCredentials> munge;
     if (::stat(socket.c_str(), &st) != 0) {

@@ -1,5 +1,6 @@
 #include "launcher/job/job_protection.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "detect/errors.h"
@@ -201,6 +202,10 @@ TEST_F(JobProtectionTest, WithoutMungeTheJobIsUnprotectedAndSaysWhyOrRequireStop
   EXPECT_EQ(none.worker_token, none.token.value);  // as before munge: the derived token
   EXPECT_NE(none.Describe().find("none: no job token, and munge does not work: "), std::string::npos)
       << none.Describe();
+  EXPECT_NE(none.Describe().find("munged does not answer at " + missing + ": "), std::string::npos)
+      << none.Describe();
+  // No socket, no munged: libmunge was not even loaded (each test runs in a process of its own).
+  EXPECT_EQ(::dlopen("libmunge.so.2", RTLD_NOW | RTLD_NOLOAD), nullptr);
   JobProtection off = ResolveProtection(HostsJob(2), WithSocket(MungeUse::kOff, missing), MakeEnv({}));
   EXPECT_EQ(off.Describe(), "none: no job token and munge is off");
   try {

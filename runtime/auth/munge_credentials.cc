@@ -100,7 +100,7 @@ MungeCredentials::MungeCredentials(std::unique_ptr<Library> library, std::string
 
 MungeCredentials::~MungeCredentials() = default;
 
-std::string MungeCredentials::SocketName() const { return socket_.empty() ? kDefaultMungeSocket : socket_; }
+std::string MungeCredentials::SocketName() const { return EffectiveMungeSocket(socket_); }
 
 std::optional<std::string> MungeCredentials::Encode(const std::string& payload, std::string* why) const {
   Context ctx(*library_, socket_);

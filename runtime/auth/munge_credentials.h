@@ -13,10 +13,9 @@
 #include <optional>
 #include <string>
 
-namespace distrun {
+#include "runtime/auth/munge_socket.h"
 
-// Where libmunge looks for munged when no socket is named.
-inline constexpr char kDefaultMungeSocket[] = "/run/munge/munge.socket.2";
+namespace distrun {
 
 struct MungeDecoded {
   std::string payload;

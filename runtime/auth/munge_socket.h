@@ -10,6 +10,14 @@
 
 namespace distrun {
 
+// Where libmunge looks for munged when no socket is named.
+inline constexpr char kDefaultMungeSocket[] = "/run/munge/munge.socket.2";
+
+// The socket libmunge uses when given `path` ("": its default).
+inline std::string EffectiveMungeSocket(const std::string& path) {
+  return path.empty() ? kDefaultMungeSocket : path;
+}
+
 struct MungeSocket {
   std::string path;     // "": libmunge's default
   std::string source;   // where it came from: "--munge-socket", "AuthInfo in /etc/slurm/slurm.conf", ...
@@ -17,6 +25,7 @@ struct MungeSocket {
 
   // "PATH (SOURCE)", or "libmunge's default socket".
   std::string Describe() const;
+  std::string Effective() const { return EffectiveMungeSocket(path); }
 };
 
 // `given`: the user's choice, and `given_source` where it came from; unset or empty: Slurm's configuration
