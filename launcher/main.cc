@@ -63,11 +63,12 @@ int Run(int argc, const char* const* argv) {
   // A verb (kv, status, check, ...) lives in the runtime module, as the runtime does; options and
   // --detect do not load it.
   std::optional<RuntimeModule> module;
+  std::optional<Environment> read_for_verb;  // a command given without --: read once, used again below
   if (argc > 1 && argv[1][0] != '-') {
-    Environment env = Environment::FromProcess();
-    module = RuntimeModule::Load(env.program);
+    read_for_verb = Environment::FromProcess();
+    module = RuntimeModule::Load(read_for_verb->program);
     int exit_code = 0;
-    if (module->RunVerb(argc, argv, env.vars, exit_code)) return exit_code;
+    if (module->RunVerb(argc, argv, read_for_verb->vars, exit_code)) return exit_code;
   }
   CommandLine cl = ParseCommandLine(argc, argv);
   if (cl.action == Action::kHelp) {
@@ -78,7 +79,7 @@ int Run(int argc, const char* const* argv) {
     std::printf("%s\n", VersionLine().c_str());
     return 0;
   }
-  Environment env = Environment::FromProcess();
+  Environment env = read_for_verb ? std::move(*read_for_verb) : Environment::FromProcess();
   std::optional<std::string> config_path = cl.config_path;
   if (!config_path) {
     if (const std::string* p = env.Get("DISTRUN_CONFIG")) config_path = *p;
