@@ -92,6 +92,25 @@ class Elastic(MultiNodeCase):
         ])
         self.assertIn("this node is a hot spare", results[1][2])
 
+    def test_the_jobs_keys_outlive_the_epoch_and_the_node_that_wrote_them(self):
+        # Each write of a job key returns once the epoch's standby (node 1's distrun) holds it; a write that
+        # waited for an acknowledgement that never comes would hang the epoch here.
+        script = ('if [ $DISTRUN_EPOCH = 0 ]; then '
+                  '"$DISTRUN" kv set job/from-$NODE "epoch 0" && "$DISTRUN" kv add job/count 1 >/dev/null && '
+                  '"$DISTRUN" kv set epoch-key-$NODE x && echo up > $OUT/up-$NODE-0; sleep 60; '
+                  'else "$DISTRUN" kv try-get job/from-2 > $OUT/job-$NODE; '
+                  '"$DISTRUN" kv try-get job/count >> $OUT/job-$NODE; '
+                  '"$DISTRUN" kv try-get epoch-key-0 > /dev/null; echo "epoch key $?" >> $OUT/job-$NODE; fi')
+        nodes = self.start_nodes([1, 1, 1], script, "--nnodes", "2:3", env={"DISTRUN": DISTRUN})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[2].kill()
+        results = self.finish(nodes[:2])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        for node in (0, 1):
+            with open(self.path(f"job-{node}")) as f:
+                # Node 2's key and the count are there in epoch 1; epoch 0's own keys are not (exit 1).
+                self.assertEqual(f.read().splitlines(), ["epoch 0", "3", "epoch key 1"])
+
     def test_below_the_minimum_the_job_ends_naming_the_lost_nodes(self):
         nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "3:3")
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
