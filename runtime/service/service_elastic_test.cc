@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/service/service.h"
+#include "runtime/service/service_test_streams.h"
 
 namespace distrun {
 namespace {
@@ -15,21 +16,8 @@ namespace {
 using namespace std::chrono_literals;
 using TimePoint = std::chrono::steady_clock::time_point;
 
-struct Joined {
-  std::optional<Status> status;
-  NodeAssignment assignment;
-};
-
-struct Stream {
-  uint64_t id = 0;
-  std::shared_ptr<std::vector<JobEvent>> events = std::make_shared<std::vector<JobEvent>>();
-  const JobEvent* Last(JobEvent::Kind kind) const {
-    for (auto it = events->rbegin(); it != events->rend(); ++it) {
-      if (it->kind == kind) return &*it;
-    }
-    return nullptr;
-  }
-};
+using testing::Joined;
+using testing::Stream;
 
 // Worker `process` on node `node` exited with `code`.
 FailedWorker Failure(int node, int process, int code) {

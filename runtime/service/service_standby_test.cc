@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/service/service.h"
+#include "runtime/service/service_test_streams.h"
 
 namespace distrun {
 namespace {
@@ -17,15 +18,8 @@ namespace {
 using namespace std::chrono_literals;
 using TimePoint = std::chrono::steady_clock::time_point;
 
-struct Joined {
-  std::optional<Status> status;
-  NodeAssignment assignment;
-};
-
-struct Stream {
-  uint64_t id = 0;
-  std::shared_ptr<std::vector<JobEvent>> events = std::make_shared<std::vector<JobEvent>>();
-};
+using testing::Joined;
+using testing::Stream;
 
 class StandbyTest : public ::testing::Test {
  protected:
