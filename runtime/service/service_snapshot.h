@@ -27,6 +27,10 @@ struct ServiceSnapshot {
   std::vector<std::string> hosts;             // by agent, as it last joined (empty: not known)
   MembershipState membership;
   std::map<std::string, std::string> job_keys;
+  // The last update it includes (StandbyUpdate::seq). A service rebuilt from it numbers its own updates
+  // after it: the replicas of earlier standbys never hold a later one, so none takes a new update for one
+  // it already has.
+  uint64_t seq = 0;
 
   bool operator==(const ServiceSnapshot&) const = default;
 };

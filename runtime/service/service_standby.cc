@@ -23,6 +23,7 @@ StandbyReplica::Result StandbyReplica::Apply(const StandbyUpdate& update) {
     } else {
       copy_->job_keys.erase(update.key);
     }
+    copy_->seq = update.seq;
   }
   applied_ = update.seq;
   return Result::kApplied;
@@ -45,6 +46,7 @@ ServiceSnapshot CoordinationService::SnapshotLocked() const {
   s.arrivals = arrivals_;
   for (int agent = 0; agent < Agents(); ++agent) s.hosts.push_back(HostOf(agent));
   s.membership = membership_.State();
+  s.seq = standby_sent_;
   for (const auto& [key, value] : store_) {
     if (IsJobKey(key)) s.job_keys.emplace(key, value);
   }
@@ -75,6 +77,7 @@ void CoordinationService::Restore(const ServiceSnapshot& s) {
     }
   }
   config_.worker_token = s.worker_token;
+  standby_sent_ = standby_acked_ = s.seq;
   round_ = s.round;
   restarts_ = s.restarts;
   losses_ = s.losses;
@@ -164,7 +167,8 @@ void CoordinationService::ReplicateState(Completions& completions) {
   }
   JobEvent event;
   event.kind = JobEvent::Kind::kStandby;
-  event.standby_update = StandbyUpdate{++standby_sent_, SnapshotLocked(), {}, {}};
+  ++standby_sent_;
+  event.standby_update = StandbyUpdate{standby_sent_, SnapshotLocked(), {}, {}};  // its seq is this one
   sinks_[*nodes_[static_cast<size_t>(*standby_)].stream](event);
 }
 

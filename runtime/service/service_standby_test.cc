@@ -368,6 +368,34 @@ TEST_F(WriteThroughTest, AGapAsksForASnapshotAndALostStandbyReleasesTheWrites) {
   EXPECT_EQ(*second.copy(), node0_->Snapshot());
 }
 
+TEST_F(WriteThroughTest, AServiceRebuiltFromTheCopyNumbersItsUpdatesAfterIt) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  ASSERT_TRUE(node0_->KvSet("job/a", "1").ok());
+  Apply(1, replica);
+  const uint64_t last = replica.applied();
+  ASSERT_EQ(replica.copy()->seq, last);
+  // Node 1 takes over; node 2, the next standby, had been a standby before (its replica is not empty).
+  ServiceConfig c = Config(4, {2, 4, ElasticPolicy::kResize});
+  c.host_agent = 1;
+  c.resume = *replica.copy();
+  CoordinationService taken(c);
+  TakeoverDecision d;
+  d.verdict = TakeoverDecision::Verdict::kTakeOver;
+  d.world = {1, 2, 3};
+  d.fenced = {0};
+  ASSERT_TRUE(taken.TakeOver(d).ok());
+  std::vector<Stream> streams;
+  for (int n = 1; n < 4; ++n) streams.push_back(Attach(taken, n));
+  for (int n = 1; n < 4; ++n) Join(taken, n, 1, 29500, true);
+  ASSERT_EQ(taken.State(), JobState::kRunning);
+  std::vector<StandbyUpdate> updates = UpdatesOf(streams[1]);  // node 2's
+  ASSERT_FALSE(updates.empty());
+  EXPECT_GT(updates.front().seq, last);
+  EXPECT_EQ(replica.Apply(updates.back()),
+            StandbyReplica::Result::kApplied);  // even a replica that had it all
+}
+
 TEST_F(StandbyTest, ANodeThatDoesNotReplicateIsNeverWaitedFor) {
   auto node0 = std::make_unique<CoordinationService>(Config(2, {1, 2, ElasticPolicy::kResize}));
   Stream s0 = Attach(*node0, 0);

@@ -344,6 +344,7 @@ void ToProto(const ServiceSnapshot& in, v1::ServiceSnapshot* out) {
   out->set_host_agent(in.host_agent);
   out->set_round(in.round);
   out->set_restarts(in.restarts);
+  out->set_seq(in.seq);
   for (auto [agent, epoch] : in.losses) {
     v1::AgentEpoch* e = out->add_losses();
     e->set_agent(agent);
@@ -382,6 +383,7 @@ ServiceSnapshot FromProto(const v1::ServiceSnapshot& in) {
   s.host_agent = in.host_agent();
   s.round = in.round();
   s.restarts = in.restarts();
+  s.seq = in.seq();
   for (const auto& e : in.losses()) s.losses.emplace_back(e.agent(), e.epoch());
   for (const auto& e : in.arrivals()) s.arrivals.emplace_back(e.agent(), e.epoch());
   s.hosts.assign(in.hosts().begin(), in.hosts().end());

@@ -16,6 +16,7 @@ TEST(ProtoConvert, AServiceSnapshotComesBackWhole) {
   s.host_agent = 0;
   s.round = 2;
   s.restarts = 1;
+  s.seq = 123456789012;
   s.losses = {{2, 0}};
   s.arrivals = {{3, 1}};
   s.hosts = {"host-a", "host-b", "", "host-d"};
