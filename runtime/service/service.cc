@@ -491,6 +491,14 @@ Status CoordinationService::StoreValue(const std::string& key, const std::string
   auto it = store_.find(key);
   size_t old_bytes = it == store_.end() ? 0 : key.size() + it->second.size();
   size_t new_total = store_bytes_ - old_bytes + key.size() + value.size();
+  const bool job_key = IsJobKey(key);
+  const size_t new_job_total = job_key ? job_key_bytes_ - old_bytes + key.size() + value.size() : 0;
+  if (job_key && new_job_total > config_.max_job_key_bytes) {
+    return {StatusCode::kResourceExhausted,
+            "the job's keys (" + std::string(kJobKeyPrefix) + "...) are full (" +
+                std::to_string(config_.max_job_key_bytes) +
+                " bytes together); keep large values elsewhere (a file) and their path here"};
+  }
   if (new_total > config_.max_store_bytes) {
     return {StatusCode::kResourceExhausted, "the key-value store is full (" +
                                                 std::to_string(config_.max_store_bytes) +
@@ -498,6 +506,7 @@ Status CoordinationService::StoreValue(const std::string& key, const std::string
   }
   store_[key] = value;
   store_bytes_ = new_total;
+  if (job_key) job_key_bytes_ = new_job_total;
   auto waiters = kv_waiters_.find(key);
   if (waiters != kv_waiters_.end()) {
     for (KvWaiter& w : waiters->second) {
@@ -633,6 +642,7 @@ Status CoordinationService::KvDelete(const std::string& key, bool* deleted, Done
       *deleted = it != store_.end();
       if (*deleted) {
         store_bytes_ -= it->first.size() + it->second.size();
+        if (IsJobKey(key)) job_key_bytes_ -= it->first.size() + it->second.size();
         store_.erase(it);
       }
       WriteThrough(*deleted ? key : std::string(), std::nullopt, std::move(on_held), completions);

@@ -78,7 +78,10 @@ struct ServiceConfig {
   size_t max_key_bytes = 4096;
   size_t max_value_bytes = 1 << 20;
   size_t max_store_bytes = size_t{256} << 20;  // keys + values
-  RuntimeClock clock;                          // unset: steady_clock
+  // The job's keys (kJobKeyPrefix) together, keys + values: each state change sends them all to the
+  // standby in one message, which must stay under the agent channel's 4 MiB frames.
+  size_t max_job_key_bytes = size_t{2} << 20;
+  RuntimeClock clock;  // unset: steady_clock
   // The hang watch (runtime/service/hang_watch.h) and what it does on a hang: ask every node for its workers'
   // stacks (bounded by stacks_timeout), let `explain` turn them into what node 0's distrun prints (unset:
   // the one-line verdict only), then stop or restart the job with kHungExitCode.
@@ -334,6 +337,7 @@ class CoordinationService {
 
   std::map<std::string, std::string> store_;
   size_t store_bytes_ = 0;
+  size_t job_key_bytes_ = 0;  // of store_'s job keys
   std::map<std::string, std::vector<KvWaiter>> kv_waiters_;
   std::map<std::string, BarrierState> barriers_;
 };

@@ -89,6 +89,7 @@ void CoordinationService::Restore(const ServiceSnapshot& s) {
     if (!IsJobKey(key)) refuse("'" + key + "' is not one of the job's keys");
     store_.emplace(key, value);
     store_bytes_ += key.size() + value.size();
+    job_key_bytes_ += key.size() + value.size();
   }
 }
 

@@ -396,6 +396,25 @@ TEST_F(WriteThroughTest, AServiceRebuiltFromTheCopyNumbersItsUpdatesAfterIt) {
             StandbyReplica::Result::kApplied);  // even a replica that had it all
 }
 
+TEST_F(StandbyTest, TheJobsKeysStaySmallEnoughToReachTheStandbyInOneMessage) {
+  ServiceConfig c = Config(2, {1, 2, ElasticPolicy::kResize});
+  c.max_job_key_bytes = 100;
+  CoordinationService s(c);
+  ASSERT_TRUE(s.KvSet("job/a", std::string(40, 'x')).ok());  // 45 bytes
+  ASSERT_TRUE(s.KvSet("job/b", std::string(40, 'x')).ok());  // 90
+  Status full = s.KvSet("job/c", std::string(40, 'x'));
+  EXPECT_EQ(full.code, StatusCode::kResourceExhausted);
+  EXPECT_NE(full.message.find("the job's keys (job/...) are full (100 bytes together)"), std::string::npos)
+      << full.message;
+  ASSERT_TRUE(s.KvSet("epoch-key", std::string(400, 'x')).ok());  // the epoch's keys do not count
+  ASSERT_TRUE(s.KvSet("job/a", std::string(45, 'x')).ok());       // a key replaced counts once: 95
+  bool deleted = false;
+  ASSERT_TRUE(s.KvDelete("job/b", &deleted).ok());
+  ASSERT_TRUE(s.KvSet("job/c", std::string(40, 'x')).ok());
+  // A copy holds what a service counts again (a takeover's service refuses the same writes).
+  EXPECT_EQ(s.Snapshot().job_keys.size(), 2u);
+}
+
 TEST_F(StandbyTest, ANodeThatDoesNotReplicateIsNeverWaitedFor) {
   auto node0 = std::make_unique<CoordinationService>(Config(2, {1, 2, ElasticPolicy::kResize}));
   Stream s0 = Attach(*node0, 0);
