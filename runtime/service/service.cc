@@ -334,6 +334,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   SetHeartbeatDeadline(node);
   node.heard_well = Now();
   streams_[id] = node_rank;
+  if (election_) election_->Reached(node_rank);  // a vote for the standby's takeover (or nothing)
   if (Fenced(node_rank)) {
     sink(FencedEvent(node_rank));  // it may have been away (frozen, partitioned) while the job went on
   } else if (final_event_) {
@@ -375,7 +376,11 @@ void CoordinationService::DetachAgent(uint64_t stream_id) {
     NodeState& node = nodes_[static_cast<size_t>(node_rank)];
     node.stream.reset();
     node.heartbeat_deadline.reset();
-    if (!node.succeeded) LoseNode(node_rank, "its distrun disconnected", completions);
+    if (election_) {
+      election_->Lost(node_rank);  // before the decision: it neither votes nor takes a seat
+    } else if (!node.succeeded) {
+      LoseNode(node_rank, "its distrun disconnected", completions);
+    }
   }
   Run(completions);
 }
@@ -745,6 +750,8 @@ void CoordinationService::Tick() {
   {
     std::lock_guard lock(mu_);
     const auto now = Now();
+    // A standby's service before its decision holds no epoch to watch: only the election's window runs.
+    if (election_ && Elect(now, completions)) return;
     if (state_ == JobState::kRendezvous && now >= round_deadline_) {
       std::string message = "rendezvous timed out after " + Seconds(config_.initialization_timeout) +
                             " (--initialization-timeout): " + std::to_string(joined_) + " of " +

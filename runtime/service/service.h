@@ -22,6 +22,7 @@
 #include "runtime/service/hang_watch.h"
 #include "runtime/service/membership.h"
 #include "runtime/service/service_snapshot.h"
+#include "runtime/service/standby_coordinator.h"
 #include "runtime/service/takeover.h"
 #include "runtime/service/types.h"
 
@@ -44,8 +45,10 @@ struct ServiceConfig {
   // The agent whose distrun hosts this service (node 0, or the standby that took over): it is in every
   // epoch, proposes the job's ports, and losing it ends the job as far as this service knows.
   int host_agent = 0;
-  // Set: a standby's service, rebuilt from what the coordinator wrote through to it (DESIGN §4.5). It
-  // begins with TakeOver; num_nodes, run_id and worker_token must agree with it (the constructor checks).
+  // Set: a standby's service, rebuilt from what the coordinator wrote through to it (DESIGN §4.5). Until
+  // its decision it counts the agents that attach (StandbyCoordinator: their votes, within the heartbeat
+  // timeout from its construction) and Tick decides: TakeOver, or the job's end naming the lost nodes.
+  // num_nodes, run_id and worker_token must agree with it (the constructor checks).
   std::optional<ServiceSnapshot> resume;
   // Per-task jobs (one agent per task): the agents on one host are one node of an elastic job (its range,
   // seats and losses count hosts), learnt from the hosts of the first rendezvous.
@@ -169,8 +172,11 @@ class CoordinationService {
   // it refused one (a gap) and waits for a snapshot. From another stream than the standby's: ignored.
   void StandbyApplied(uint64_t stream_id, uint64_t applied, bool needs_snapshot = false);
   // A service built with `resume`: fences the nodes `decision` names (the old coordinator first) and
-  // begins the next epoch without them, or ends the job when too few are left. Once, before any join.
+  // begins the next epoch without them, or ends the job when too few are left. Once, before any join; it
+  // ends the service's own election (Tick takes over by itself once the agents decided it).
   Status TakeOver(const TakeoverDecision& decision);
+  // A standby's service before its decision: attached agents are votes, not yet an epoch's nodes.
+  bool Electing() const;
 
   // Ends every wait whose deadline passed and declares nodes dead whose heartbeats stopped.
   void Tick();
@@ -262,6 +268,9 @@ class CoordinationService {
   static void Run(Completions& completions);
   // The constructor's part for a service built with `resume`.
   void Restore(const ServiceSnapshot& snapshot);
+  void TakeOverLocked(const TakeoverDecision& decision, Completions& completions);
+  // On Tick while electing: take over or end the job once the election decided. True while it waits.
+  bool Elect(Clock::time_point now, Completions& completions);
   ServiceSnapshot SnapshotLocked() const;
   // Write-through (service_standby.cc). The epoch's standby can take updates now: it replicates, it is
   // not lost, and its stream is attached.
@@ -302,6 +311,8 @@ class CoordinationService {
   Membership membership_;
   bool grouped_ = false;  // agents_share_hosts: the nodes were learnt
   bool taken_over_ = false;
+  // A standby's service until its decision: the agents that attach vote (resume).
+  std::optional<StandbyCoordinator> election_;
   // Write-through to the epoch's standby (assignment's standby_agent): the last update sent and the last
   // acknowledged, and the writes held until an acknowledgement covers them.
   std::optional<int> standby_;

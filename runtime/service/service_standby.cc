@@ -91,6 +91,7 @@ void CoordinationService::Restore(const ServiceSnapshot& s) {
     store_bytes_ += key.size() + value.size();
     job_key_bytes_ += key.size() + value.size();
   }
+  election_.emplace(s, config_.host_agent, config_.heartbeat_timeout, Now());
 }
 
 Status CoordinationService::TakeOver(const TakeoverDecision& decision) {
@@ -104,55 +105,85 @@ Status CoordinationService::TakeOver(const TakeoverDecision& decision) {
     if (decision.verdict != TakeoverDecision::Verdict::kTakeOver || decision.fenced.empty()) {
       return {StatusCode::kInvalidArgument, "the takeover has no decision to take over"};
     }
+    const int standby_node = membership_.node_of(config_.host_agent);
     for (int node : decision.fenced) {
       if (node < 0 || node >= membership_.nodes()) {
         return {StatusCode::kInvalidArgument,
                 "the takeover fences node " + std::to_string(node) + ", which the job does not have"};
       }
+      if (node == standby_node) return {StatusCode::kInvalidArgument, "the standby cannot fence itself"};
     }
-    const int standby_node = membership_.node_of(config_.host_agent);
-    for (int node : decision.fenced) {
-      if (node == standby_node) {
-        return {StatusCode::kInvalidArgument, "the standby cannot fence itself"};
-      }
-    }
-    taken_over_ = true;
-    const int old_host = config_.resume->host_agent;
-    FailedWorker f;
-    f.node_rank = old_host;
-    f.host = HostOf(old_host);
-    f.exit_code = kLostAgentExitCode;
-    f.description = "node lost: it hosted the job's coordinator";
-    std::vector<std::string> others;
-    bool too_few = false;
-    for (int node : decision.fenced) {
-      const int agent = membership_.agents_of(node).front();
-      if (agent != old_host) others.push_back(NodeName(agent));
-      Membership::Loss loss{};
-      RecordLoss(agent, &loss);
-      too_few = too_few || loss == Membership::Loss::kTooFew;
-    }
-    // The old coordinator's workers may still run until its own timeout ends them: never beside these.
-    hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
-    for (int agent = 0; agent < Agents(); ++agent) {
-      if (!membership_.lost(agent)) SetHeartbeatDeadline(nodes_[static_cast<size_t>(agent)]);
-    }
-    if (too_few) {
-      GoOnWithout({}, true, Membership::Loss::kTooFew, f, completions);
-    } else {
-      f.description += "; its standby, " + NodeName(config_.host_agent) + ", took over with " +
-                       std::to_string(membership_.world_nodes()) + " node(s)";
-      if (!others.empty()) f.description += " (also fenced: " + JoinNames(others) + ")";
-      JobEvent event;
-      event.kind = JobEvent::Kind::kRestart;
-      event.root_cause = f;
-      event.node_lost = true;
-      BeginEpoch(event, completions);
-    }
+    election_.reset();
+    TakeOverLocked(decision, completions);
     if (state_ == JobState::kStopped) status = {StatusCode::kAborted, DescribeFailure(*root_cause_)};
   }
   Run(completions);
   return status;
+}
+
+void CoordinationService::TakeOverLocked(const TakeoverDecision& decision, Completions& completions) {
+  taken_over_ = true;
+  const int old_host = config_.resume->host_agent;
+  FailedWorker f;
+  f.node_rank = old_host;
+  f.host = HostOf(old_host);
+  f.exit_code = kLostAgentExitCode;
+  f.description = "node lost: it hosted the job's coordinator";
+  std::vector<std::string> others;
+  bool too_few = false;
+  for (int node : decision.fenced) {
+    const int agent = membership_.agents_of(node).front();
+    if (agent != old_host) others.push_back(NodeName(agent));
+    Membership::Loss loss{};
+    RecordLoss(agent, &loss);
+    too_few = too_few || loss == Membership::Loss::kTooFew;
+  }
+  // The old coordinator's workers may still run until its own timeout ends them: never beside these.
+  hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
+  for (int agent = 0; agent < Agents(); ++agent) {
+    if (!membership_.lost(agent)) SetHeartbeatDeadline(nodes_[static_cast<size_t>(agent)]);
+  }
+  if (too_few) {
+    GoOnWithout({}, true, Membership::Loss::kTooFew, f, completions);
+    return;
+  }
+  f.description += "; its standby, " + NodeName(config_.host_agent) + ", took over with " +
+                   std::to_string(membership_.world_nodes()) + " node(s)";
+  if (!others.empty()) f.description += " (also fenced: " + JoinNames(others) + ")";
+  JobEvent event;
+  event.kind = JobEvent::Kind::kRestart;
+  event.root_cause = f;
+  event.node_lost = true;
+  BeginEpoch(event, completions);
+}
+
+bool CoordinationService::Electing() const {
+  std::lock_guard lock(mu_);
+  return election_.has_value();
+}
+
+bool CoordinationService::Elect(Clock::time_point now, Completions& completions) {
+  switch (election_->Tick(now)) {
+    case StandbyCoordinator::Outcome::kWaiting:
+      return true;
+    case StandbyCoordinator::Outcome::kTakeOver: {
+      const TakeoverDecision decision = election_->decision();
+      election_.reset();
+      TakeOverLocked(decision, completions);
+      return false;
+    }
+    case StandbyCoordinator::Outcome::kEnd: {
+      FailedWorker f;
+      f.node_rank = -1;  // the message names the nodes itself
+      f.exit_code = kLostAgentExitCode;
+      f.description = election_->end_message();
+      election_.reset();
+      taken_over_ = true;
+      StopJob(f, completions);
+      return false;
+    }
+  }
+  return false;
 }
 
 bool CoordinationService::Replicating() const {

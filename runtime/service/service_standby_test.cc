@@ -216,6 +216,52 @@ TEST_F(StandbyTest, TooFewLeftEndsTheJobNamingTheLostNodes) {
   EXPECT_EQ(s1.events->back().kind, JobEvent::Kind::kStop);
 }
 
+TEST_F(StandbyTest, TheAgentsThatAttachElectTheStandbyAndItTakesOverByItself) {
+  auto node0 = Node0WithALostNode({2, 4, ElasticPolicy::kResize});
+  auto standby = Standby(node0->Snapshot(), 1);
+  EXPECT_TRUE(standby->Electing());
+  Stream s1 = Attach(*standby, 1);  // its own agent
+  standby->Tick();
+  EXPECT_TRUE(standby->Electing());  // node 2 may still come, within the heartbeat timeout
+  EXPECT_EQ(standby->CurrentRound(), 1);
+  Stream s2 = Attach(*standby, 2);
+  standby->Tick();  // every member that can reach it did: at once
+  EXPECT_FALSE(standby->Electing());
+  EXPECT_EQ(standby->CurrentRound(), 2);
+  ASSERT_TRUE(s2.Last(JobEvent::Kind::kRestart));
+  EXPECT_NE(s2.Last(JobEvent::Kind::kRestart)->root_cause.description.find("took over with 2 node(s)"),
+            std::string::npos);
+  auto j1 = Join(*standby, 1, 2, 31000);
+  auto j2 = Join(*standby, 2, 2);
+  *now_ += 1s;  // the old coordinator's fence_wait (0 here) passed
+  standby->Tick();
+  ASSERT_TRUE(j2->status && j2->status->ok()) << (j2->status ? j2->status->message : "no answer");
+  EXPECT_EQ(j2->assignment.num_nodes, 2);
+  EXPECT_EQ(j2->assignment.master_port, 31000);
+}
+
+TEST_F(StandbyTest, AVoteLostBeforeTheDecisionCanLeaveNoMajorityAndTheAgentsThatCameHearTheEnd) {
+  auto node0 = std::make_unique<CoordinationService>(Config(4, {1, 4, ElasticPolicy::kResize}));
+  std::vector<Stream> streams;
+  for (int n = 0; n < 4; ++n) streams.push_back(Attach(*node0, n));
+  for (int n = 0; n < 4; ++n) Join(*node0, n, 0);
+  auto standby = Standby(node0->Snapshot(), 1);
+  Stream s1 = Attach(*standby, 1);
+  Stream s2 = Attach(*standby, 2);
+  standby->DetachAgent(s2.id);  // lost again: no vote, and not a loss of the job yet
+  EXPECT_EQ(standby->State(), JobState::kRendezvous);
+  Stream s3 = Attach(*standby, 3);
+  standby->Tick();  // 2 of 4 at most, at once: the other side could hold the other two
+  EXPECT_FALSE(standby->Electing());
+  EXPECT_EQ(standby->State(), JobState::kStopped);
+  ASSERT_TRUE(s3.Last(JobEvent::Kind::kStop));
+  EXPECT_EQ(s3.Last(JobEvent::Kind::kStop)->root_cause.description,
+            "node 0 (host-a), which hosted the job's coordinator, was lost, and its standby node 1 (host-b) "
+            "cannot go on: only 2 of the last epoch's 4 nodes are left to reach the standby (a majority is "
+            "3); lost: node 0 (host-a), node 2 (host-c)");
+  EXPECT_EQ(s3.Last(JobEvent::Kind::kStop)->exit_code, kLostAgentExitCode);
+}
+
 TEST_F(StandbyTest, ACopyOfAnotherJobOrASecondTakeoverIsRefused) {
   auto node0 = Node0WithALostNode({2, 4, ElasticPolicy::kResize});
   ServiceSnapshot snapshot = node0->Snapshot();

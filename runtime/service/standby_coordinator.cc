@@ -1,7 +1,6 @@
 #include "runtime/service/standby_coordinator.h"
 
 #include <stdexcept>
-#include <utility>
 #include <vector>
 
 #include "runtime/service/message_text.h"
@@ -30,18 +29,16 @@ TakeoverConfig RulesFor(const Membership& m, const ServiceSnapshot& copy, int st
 
 }  // namespace
 
-StandbyCoordinator::StandbyCoordinator(ServiceConfig config, ServiceSnapshot copy, int standby_agent,
-                                       Clock::time_point start)
-    : config_(std::move(config)),
-      copy_(std::move(copy)),
-      membership_(Membership::FromState(copy_.membership)),
-      standby_agent_(standby_agent),
-      takeover_(RulesFor(membership_, copy_, standby_agent, config_.heartbeat_timeout), start) {}
+StandbyCoordinator::StandbyCoordinator(const ServiceSnapshot& copy, int standby_agent,
+                                       std::chrono::milliseconds window, Clock::time_point start)
+    : membership_(Membership::FromState(copy.membership)),
+      hosts_(copy.hosts),
+      takeover_(RulesFor(membership_, copy, standby_agent, window), start) {}
 
 std::string StandbyCoordinator::NameOf(int node) const {
   const int agent = membership_.agents_of(node).front();
   const std::string host =
-      static_cast<size_t>(agent) < copy_.hosts.size() ? copy_.hosts[static_cast<size_t>(agent)] : "";
+      static_cast<size_t>(agent) < hosts_.size() ? hosts_[static_cast<size_t>(agent)] : "";
   return "node " + std::to_string(agent) + (host.empty() ? "" : " (" + host + ")");
 }
 
@@ -60,33 +57,18 @@ StandbyCoordinator::Outcome StandbyCoordinator::Tick(Clock::time_point now) {
   if (outcome_ != Outcome::kWaiting) return outcome_;
   decision_ = takeover_.Decide(now);
   if (decision_.verdict == TakeoverDecision::Verdict::kWait) return outcome_;
-  std::vector<std::string> lost;
-  for (int node : decision_.fenced) lost.push_back(NameOf(node));
   if (decision_.verdict == TakeoverDecision::Verdict::kTakeOver) {
-    ServiceConfig c = config_;
-    c.resume = copy_;
-    c.host_agent = standby_agent_;
-    service_ = std::make_unique<CoordinationService>(c);
-    const Status s = service_->TakeOver(decision_);
-    if (s.ok()) {
-      outcome_ = Outcome::kTookOver;
-      return outcome_;
-    }
-    // The service itself refused to go on (fewer than MIN left): the same end, in its words.
-    end_message_ = s.message;
-    outcome_ = Outcome::kEnded;
+    outcome_ = Outcome::kTakeOver;
     return outcome_;
   }
+  std::vector<std::string> lost;
+  for (int node : decision_.fenced) lost.push_back(NameOf(node));
   end_message_ = NameOf(takeover_.config().lost_coordinator) +
                  ", which hosted the job's coordinator, was lost, and its standby " +
                  NameOf(takeover_.config().standby) + " cannot go on: " + decision_.why +
                  "; lost: " + JoinNames(lost);
-  outcome_ = Outcome::kEnded;
+  outcome_ = Outcome::kEnd;
   return outcome_;
-}
-
-std::unique_ptr<CoordinationService> StandbyCoordinator::TakeService() {
-  return outcome_ == Outcome::kTookOver ? std::move(service_) : nullptr;
 }
 
 }  // namespace distrun

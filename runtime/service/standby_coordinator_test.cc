@@ -1,5 +1,5 @@
 // The standby between the coordinator's loss and its decision: votes of agents, the window, a second loss,
-// per-task nodes, and the service it hands over. In process, with a fake clock.
+// per-task nodes, and the decision it hands to the service. In process, with a fake clock.
 #include "runtime/service/standby_coordinator.h"
 
 #include <gtest/gtest.h>
@@ -17,17 +17,6 @@ using Outcome = StandbyCoordinator::Outcome;
 
 const Clock::time_point kStart = Clock::time_point{} + 1000s;
 
-ServiceConfig Config(int agents, ElasticRange range, bool per_task = false) {
-  ServiceConfig c;
-  c.num_nodes = agents;
-  c.agents_share_hosts = per_task;
-  c.elastic = range;
-  c.run_id = "run1";
-  c.heartbeat_timeout = 10s;
-  c.clock = [] { return kStart; };
-  return c;
-}
-
 // The copy a standby holds of a job of `agents` agents in epoch 0 (per-task: `node_of` groups them).
 ServiceSnapshot CopyOf(int agents, ElasticRange range, std::vector<int> node_of = {}) {
   Membership m(agents, range, !node_of.empty());
@@ -42,61 +31,50 @@ ServiceSnapshot CopyOf(int agents, ElasticRange range, std::vector<int> node_of 
   return s;
 }
 
-TEST(StandbyCoordinator, AMajorityMakesItTakeOverWithAServiceOfTheNextEpoch) {
+TEST(StandbyCoordinator, AMajorityMakesItTakeOverAtOnceOnceEveryoneCame) {
   const ElasticRange range{2, 4, ElasticPolicy::kResize};
-  StandbyCoordinator standby(Config(4, range), CopyOf(4, range), 1, kStart);
+  StandbyCoordinator standby(CopyOf(4, range), 1, 10s, kStart);
   EXPECT_FALSE(standby.Reached(0));  // the lost coordinator has no vote
   EXPECT_TRUE(standby.Reached(2));
   EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kWaiting);  // node 3 may still come, within the window
   EXPECT_TRUE(standby.Reached(3));
-  EXPECT_EQ(standby.Tick(kStart + 2s), Outcome::kTookOver);  // everyone who can has come: at once
+  EXPECT_EQ(standby.Tick(kStart + 2s), Outcome::kTakeOver);  // everyone who can has come: at once
   EXPECT_FALSE(standby.Reached(3));                          // decided
   EXPECT_EQ(standby.decision().world, (std::vector<int>{1, 2, 3}));
-  std::unique_ptr<CoordinationService> service = standby.TakeService();
-  ASSERT_TRUE(service);
-  EXPECT_FALSE(standby.TakeService());
-  EXPECT_EQ(service->CurrentRound(), 1);
-  EXPECT_EQ(service->State(), JobState::kRendezvous);
-  std::optional<std::string> v;
-  ASSERT_TRUE(service->KvTryGet("job/step", &v).ok());
-  EXPECT_EQ(v, "42");
-  EXPECT_EQ(service->Snapshot().host_agent, 1);
-  EXPECT_EQ(service->History(),
-            "2 epochs; 0 restart(s) after a worker failure; 1 node(s) lost: node 0 (host-a) in epoch 0");
+  EXPECT_EQ(standby.decision().fenced, (std::vector<int>{0}));
 }
 
 TEST(StandbyCoordinator, WithoutAMajorityWithinTheWindowTheJobEndsNamingTheLostNodes) {
   const ElasticRange range{1, 4, ElasticPolicy::kResize};
-  StandbyCoordinator standby(Config(4, range), CopyOf(4, range), 1, kStart);
+  StandbyCoordinator standby(CopyOf(4, range), 1, 10s, kStart);
   EXPECT_TRUE(standby.Reached(2));
   EXPECT_EQ(standby.Tick(kStart + 9s), Outcome::kWaiting);
   // Two of four on this side: the other side may hold the other two, so neither goes on.
-  EXPECT_EQ(standby.Tick(kStart + 10s), Outcome::kEnded);
+  EXPECT_EQ(standby.Tick(kStart + 10s), Outcome::kEnd);
   EXPECT_EQ(standby.end_message(),
             "node 0 (host-a), which hosted the job's coordinator, was lost, and its standby node 1 (host-b) "
             "cannot go on: only 2 of the last epoch's 4 nodes reached the standby within the heartbeat "
             "timeout (a majority is 3); lost: node 0 (host-a), node 3 (host-d)");
-  EXPECT_FALSE(standby.TakeService());
-  EXPECT_EQ(standby.Tick(kStart + 20s), Outcome::kEnded);
+  EXPECT_EQ(standby.Tick(kStart + 20s), Outcome::kEnd);
 }
 
 TEST(StandbyCoordinator, ASecondLossDuringTheTakeoverEndsItAtOnce) {
   const ElasticRange range{1, 3, ElasticPolicy::kResize};
-  StandbyCoordinator standby(Config(3, range), CopyOf(3, range), 1, kStart);
+  StandbyCoordinator standby(CopyOf(3, range), 1, 10s, kStart);
   EXPECT_TRUE(standby.Reached(2));
   standby.Lost(2);
   EXPECT_FALSE(standby.Reached(2));  // lost for good
-  EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kEnded);
+  EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kEnd);
   EXPECT_NE(standby.end_message().find("only 1 of the last epoch's 3 nodes are left"), std::string::npos)
       << standby.end_message();
 }
 
 TEST(StandbyCoordinator, BelowTheMinimumTheJobEnds) {
   const ElasticRange range{4, 4, ElasticPolicy::kResize};
-  StandbyCoordinator standby(Config(4, range), CopyOf(4, range), 1, kStart);
+  StandbyCoordinator standby(CopyOf(4, range), 1, 10s, kStart);
   standby.Reached(2);
   standby.Reached(3);
-  EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kEnded);  // a majority, but three nodes of the four needed
+  EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kEnd);  // a majority, but three nodes of the four needed
   EXPECT_NE(standby.end_message().find(": 3 node(s) left, fewer than the 4 the job needs (--nnodes); lost: "
                                        "node 0 (host-a)"),
             std::string::npos)
@@ -106,22 +84,22 @@ TEST(StandbyCoordinator, BelowTheMinimumTheJobEnds) {
 TEST(StandbyCoordinator, PerTaskAgentsVoteAsTheirNode) {
   const ElasticRange range{1, 3, ElasticPolicy::kResize};
   // Three hosts of two tasks each; the standby is agent 2, the first of the second host.
-  StandbyCoordinator standby(Config(6, range, true), CopyOf(6, range, {0, 0, 1, 1, 2, 2}), 2, kStart);
+  StandbyCoordinator standby(CopyOf(6, range, {0, 0, 1, 1, 2, 2}), 2, 10s, kStart);
   EXPECT_FALSE(standby.Reached(1));  // node 0's other agent: lost with its host
   EXPECT_TRUE(standby.Reached(3));   // the standby's own host
   EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kWaiting);
   EXPECT_TRUE(standby.Reached(5));
-  EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kTookOver);
+  EXPECT_EQ(standby.Tick(kStart + 1s), Outcome::kTakeOver);
   EXPECT_EQ(standby.decision().world, (std::vector<int>{1, 2}));  // nodes, not agents
 }
 
 TEST(StandbyCoordinator, ACopyThatDoesNotFitIsRefused) {
   const ElasticRange range{1, 3, ElasticPolicy::kResize};
-  EXPECT_THROW(StandbyCoordinator(Config(3, range), CopyOf(3, range), 0, kStart), std::invalid_argument);
-  EXPECT_THROW(StandbyCoordinator(Config(3, range), CopyOf(3, range), 7, kStart), std::invalid_argument);
+  EXPECT_THROW(StandbyCoordinator(CopyOf(3, range), 0, 10s, kStart), std::invalid_argument);
+  EXPECT_THROW(StandbyCoordinator(CopyOf(3, range), 7, 10s, kStart), std::invalid_argument);
   ServiceSnapshot broken = CopyOf(3, range);
   broken.membership.seated = {0, 0};
-  EXPECT_THROW(StandbyCoordinator(Config(3, range), broken, 1, kStart), std::invalid_argument);
+  EXPECT_THROW(StandbyCoordinator(broken, 1, 10s, kStart), std::invalid_argument);
 }
 
 }  // namespace
