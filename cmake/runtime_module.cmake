@@ -13,6 +13,10 @@ if(TARGET distrun_wheel_pic)
   target_link_options(distrun_runtime_module PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL
     -Wl,--gc-sections -static-libstdc++ -static-libgcc)
   set_target_properties(distrun_runtime_module PROPERTIES DISTRUN_SELF_CONTAINED ON)
+  # libstdc++ first: a C++ symbol the objects above need must come from it, not from whichever archive
+  # member of the launcher happens to hold an inline copy and drags its own needs in (yaml-cpp's static
+  # archive, which cannot go into a shared object).
+  target_link_libraries(distrun_runtime_module PRIVATE -Wl,-Bstatic stdc++ -Wl,-Bdynamic)
 else()
   add_library(distrun_runtime_module MODULE ${PROJECT_SOURCE_DIR}/launcher/module/module_entry.cc)
 endif()

@@ -46,6 +46,7 @@ class StandbyTest : public ::testing::Test {
     j.restart_round = round;
     j.proposed_master_port = port;
     j.replicates = replicates;
+    j.standby_port = 40000 + node;
     auto r = std::make_shared<Joined>();
     s.Join(j, [r](const Status& st, const NodeAssignment& a) {
       r->status = st;
@@ -77,6 +78,7 @@ class StandbyTest : public ::testing::Test {
     for (int n = 0; n < 3; ++n) last = Join(*s, n, 1);
     EXPECT_EQ(s->State(), JobState::kRunning);
     EXPECT_EQ(last->assignment.standby_agent, 1);  // every node learns the standby with its seat
+    EXPECT_EQ(last->assignment.standby_address, "host-b:40001");  // and where to turn
     return s;
   }
 

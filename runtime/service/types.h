@@ -74,6 +74,9 @@ struct NodeJoin {
   // Its distrun keeps a standby's copy of the job when it is the epoch's standby (JobEvent kStandby) and
   // acknowledges each update (CoordinationService::StandbyApplied). A node that does not is never waited for.
   bool replicates = false;
+  // Where this node's distrun would serve the job as its standby after a takeover (its port on `host`);
+  // 0: it cannot (a job without --nnodes, node 0).
+  int standby_port = 0;
 };
 
 struct NodeAssignment {
@@ -92,6 +95,9 @@ struct NodeAssignment {
   // The epoch's standby coordinator (DESIGN §4.5): the agent that holds a copy of the job and takes over
   // when the service's host is lost. Unset: none (a job without --nnodes, or an epoch of one node).
   std::optional<int> standby_agent;
+  // Where the agents turn when the service's host is lost (host:port of the standby's distrun); empty: the
+  // standby cannot serve (it gave no port), or there is none.
+  std::string standby_address;
 };
 
 struct FailedWorker {

@@ -28,6 +28,7 @@
 #include "runtime/auth/client_identity.h"
 #include "runtime/auth/token_check.h"
 #include "runtime/distrun.grpc.pb.h"
+#include "runtime/io/listening_socket.h"
 #include "runtime/transport/agent_channel_server.h"
 #include "runtime/transport/proto_convert.h"
 
@@ -39,10 +40,6 @@ using namespace std::chrono_literals;
 // Refusals are logged one by one at first, then only now and then: a port scanner must not flood the log.
 constexpr uint64_t kRefusalsLoggedInFull = 5;
 constexpr uint64_t kRefusalLogEvery = 1000;
-// Connections waiting to be accepted. The kernel cuts this to net.core.somaxconn (4096 by default), and
-// thousands of agents connecting at once overflow it, each dropped connection waiting a second to try
-// again: where a large cluster raises that setting, node 0 gets the larger queue (SOMAXCONN would not).
-constexpr int kListenBacklog = 65535;
 
 std::chrono::milliseconds Millis(int64_t ms) { return std::chrono::milliseconds(ms); }
 
@@ -82,7 +79,10 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     // The port is distrun's own (agent_channel_server.h): agents speak the agent channel on it and every
     // other connection is handed to gRPC, which listens on no port of its own.
-    int listen_fd = Listen(host, port);
+    ListeningSocket listening = config_.listen && config_.listen->valid() ? std::move(*config_.listen)
+                                                                          : ListeningSocket::Open(host, port);
+    port_ = listening.port();
+    int listen_fd = listening.Release();
     AgentChannelConfig channel;
     channel.token = config_.agent_token.empty() ? config_.token : config_.agent_token;
     channel.munge = config_.munge;
@@ -537,48 +537,6 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     if (n <= kRefusalsLoggedInFull || n % kRefusalLogEvery == 0) {
       log_->warn("refused a {} from {}: {} ({} refused so far)", what, peer, why, n);
     }
-  }
-
-  // The coordinator's listening socket: the first address `host` resolves to that can be bound.
-  int Listen(const std::string& host, int port) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    addrinfo* found = nullptr;
-    const std::string service = std::to_string(port);
-    int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-    if (rc != 0) {
-      throw std::runtime_error("the runtime cannot listen on " + config_.address + ": " + ::gai_strerror(rc));
-    }
-    std::string why = "no address";
-    int fd = -1;
-    for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
-      fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) {
-        why = std::strerror(errno);
-        continue;
-      }
-      int one = 1;
-      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
-        why = std::strerror(errno);
-        ::close(fd);
-        fd = -1;
-        continue;
-      }
-      sockaddr_storage bound{};
-      socklen_t len = sizeof bound;
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-      port_ = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    }
-    ::freeaddrinfo(found);
-    if (fd < 0) {
-      throw std::runtime_error("the runtime cannot listen on " + config_.address + ": " + why +
-                               " (address in use or not an address of this host?)");
-    }
-    return fd;
   }
 
   void Forget(LivenessReactor* reactor) {

@@ -11,6 +11,7 @@
 #include "runtime/auth/agent_identity.h"
 #include "runtime/auth/job_hosts.h"
 #include "runtime/auth/munge_credentials.h"
+#include "runtime/io/listening_socket.h"
 #include "runtime/service/service.h"
 
 namespace spdlog {
@@ -22,7 +23,10 @@ namespace distrun {
 struct GrpcServerConfig {
   std::string address = "127.0.0.1:0";  // host:port ([v6]:port); port 0: the OS picks one
   bool loopback_only = false;           // local mode: refuse an address other hosts could reach
-  std::string token;                    // the job token every call must present; never logged
+  // Bound already (a standby's port, bound when its distrun started): served instead of binding `address`,
+  // whose host names it in address().
+  std::shared_ptr<ListeningSocket> listen;
+  std::string token;  // the job token every call must present; never logged
   // What agents' hellos must carry on the agent channel; empty: `token`. Differs where node 0 made the
   // workers' token (munge).
   std::string agent_token;

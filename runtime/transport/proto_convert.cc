@@ -86,6 +86,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_arriving(in.arriving);
   out->set_machine(in.machine);
   out->set_replicates(in.replicates);
+  out->set_standby_port(in.standby_port);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -103,6 +104,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.arriving = in.arriving();
   j.machine = in.machine();
   j.replicates = in.replicates();
+  j.standby_port = in.standby_port();
   return j;
 }
 
@@ -120,6 +122,7 @@ void ToProto(const NodeAssignment& in, v1::Assignment* out) {
   out->set_agent(in.agent);
   out->set_worker_token(in.worker_token);
   if (in.standby_agent) out->set_standby_agent(*in.standby_agent);
+  out->set_standby_address(in.standby_address);
 }
 
 NodeAssignment FromProto(const v1::Assignment& in) {
@@ -137,6 +140,7 @@ NodeAssignment FromProto(const v1::Assignment& in) {
   a.agent = in.agent();
   a.worker_token = in.worker_token();
   if (in.has_standby_agent()) a.standby_agent = in.standby_agent();
+  a.standby_address = in.standby_address();
   return a;
 }
 

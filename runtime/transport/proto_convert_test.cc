@@ -49,8 +49,10 @@ TEST(ProtoConvert, AnAssignmentSaysWhetherItHasAStandby) {
   ToProto(a, &wire);
   EXPECT_FALSE(FromProto(wire).standby_agent);
   a.standby_agent = 0;  // agent 0 is a standby like any other, after a takeover
+  a.standby_address = "[fd00::2]:40123";
   ToProto(a, &wire);
   EXPECT_EQ(FromProto(wire).standby_agent, 0);
+  EXPECT_EQ(FromProto(wire).standby_address, "[fd00::2]:40123");
 }
 
 TEST(ProtoConvert, AStandbyUpdateAndAReplicatingJoinComeBackWhole) {
@@ -75,9 +77,11 @@ TEST(ProtoConvert, AStandbyUpdateAndAReplicatingJoinComeBackWhole) {
 
   NodeJoin j;
   j.replicates = true;
+  j.standby_port = 40123;
   v1::JoinRequest join;
   ToProto(j, &join);
   EXPECT_TRUE(FromProto(join).replicates);
+  EXPECT_EQ(FromProto(join).standby_port, 40123);
 }
 
 }  // namespace

@@ -1,0 +1,33 @@
+#pragma once
+// A TCP socket bound and listening, owned until handed to a server. Node 0's port is one; so is an elastic
+// job's standby port, bound when its distrun starts (so that the address it reports holds) and served only
+// if that distrun takes the job over (DESIGN §4.5).
+
+#include <string>
+
+namespace distrun {
+
+class ListeningSocket {
+ public:
+  ListeningSocket() = default;
+  // Binds the first address `host` resolves to that can be bound, on `port` (0: the OS picks one), and
+  // listens; non-blocking, close-on-exec. Throws std::runtime_error naming the address when it cannot.
+  static ListeningSocket Open(const std::string& host, int port);
+  ~ListeningSocket();
+  ListeningSocket(ListeningSocket&& other) noexcept;
+  ListeningSocket& operator=(ListeningSocket&& other) noexcept;
+  ListeningSocket(const ListeningSocket&) = delete;
+  ListeningSocket& operator=(const ListeningSocket&) = delete;
+
+  bool valid() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  int port() const { return port_; }
+  // The descriptor, now the caller's.
+  int Release();
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace distrun
