@@ -12,16 +12,6 @@
 namespace distrun {
 namespace {
 
-AgentChannelOptions ChannelOptions(const AgentConfig& config, const NodeJoin& first_join) {
-  AgentChannelOptions o;
-  o.address = config.coordinator_address;
-  o.token = config.token;
-  o.credential = config.credential;
-  o.node_rank = config.join.node_rank;
-  o.first_join = first_join;
-  return o;
-}
-
 // The service answers a join by the initialization timeout; this much longer the agent waits for the answer
 // to travel before it gives up on its own.
 constexpr std::chrono::seconds kJoinAnswerMargin{5};
@@ -42,30 +32,57 @@ std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, i
   return std::min(interval, timeout / 3);
 }
 
-Agent::Agent(AgentConfig config) : config_(std::move(config)), started_(std::chrono::steady_clock::now()) {
+Agent::Agent(AgentConfig config)
+    : config_(std::move(config)),
+      started_(std::chrono::steady_clock::now()),
+      coordinator_address_(config_.coordinator_address),
+      agent_number_(config_.join.node_rank) {
   event_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (event_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   config_.join.replicates = true;  // as the epoch's standby, this node keeps a copy of the job (Push)
   // The stream's first message joins round 0: rendezvous costs the coordinator no call of its own.
   NodeJoin first_join = config_.join;
   first_join.restart_round = 0;
+  stream_ = OpenStream(0, nullptr, first_join);
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+}
+
+std::shared_ptr<AgentStream> Agent::OpenStream(uint64_t generation, const FailoverTarget* target,
+                                               const std::optional<NodeJoin>& first_join) {
   auto on_event = [this](const JobEvent& e) { Push(e); };
-  auto on_closed = [this](const Status& s) {
+  auto on_closed = [this, generation](const Status& s) {
     {
       std::lock_guard lock(mu_);
+      if (generation != generation_) return;  // a stream the agent has left behind
       lost_reason_ = s.message.empty() ? StatusCodeName(s.code) : s.message;
       stream_closed_ = true;
     }
-    CoordinatorLost("the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " + s.message +
-                    ")");
+    CoordinatorLost(
+        "the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " + s.message + ")",
+        generation);
   };
-  if (config_.in_process_service != nullptr) {
-    stream_ = std::make_unique<InProcessStream>(*config_.in_process_service, config_.join.node_rank, on_event,
-                                                on_closed, first_join);
-  } else {
-    stream_ = std::make_unique<AgentChannel>(ChannelOptions(config_, first_join), on_event, on_closed);
+  CoordinationService* in_process = target ? target->in_process_service : config_.in_process_service;
+  if (in_process != nullptr) {
+    return std::make_shared<InProcessStream>(*in_process, target ? agent_number_ : config_.join.node_rank,
+                                             on_event, on_closed, first_join);
   }
-  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  AgentChannelOptions o;
+  o.address = target ? target->address : config_.coordinator_address;
+  o.token = config_.token;
+  o.credential = target ? target->credential : config_.credential;
+  o.node_rank = target ? agent_number_ : config_.join.node_rank;
+  o.first_join = first_join;
+  return std::make_shared<AgentChannel>(std::move(o), on_event, on_closed);
+}
+
+std::shared_ptr<AgentStream> Agent::Stream() const {
+  std::lock_guard lock(stream_mu_);
+  return stream_;
+}
+
+std::string Agent::coordinator_address() const {
+  std::lock_guard lock(mu_);
+  return coordinator_address_;
 }
 
 Agent::~Agent() {
@@ -74,21 +91,24 @@ Agent::~Agent() {
     closing_ = true;
   }
   cv_.notify_all();
-  stream_->Close();  // first: it may hold the heartbeat thread in a write
+  Stream()->Close();  // first: it may hold the heartbeat thread in a write
   heartbeat_.join();
+  std::lock_guard lock(stream_mu_);
+  stream_->Close();  // a failover may have opened another meanwhile
   stream_.reset();
   ::close(event_fd_);
 }
 
 void Agent::Leave(int restart_round, const std::string& reason) {
+  NodeJoin join;
   {
     std::lock_guard lock(mu_);
     join_answer_.reset();
+    join = config_.join;
   }
-  NodeJoin join = config_.join;
   join.restart_round = restart_round;
   join.leaving = reason;
-  stream_->SendJoin(join);
+  Stream()->SendJoin(join);
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, kJoinAnswerMargin, [this] { return join_answer_ || stream_closed_ || closing_; });
 }
@@ -97,17 +117,18 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
   // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
   // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.
   if (restart_round != 0) {
+    NodeJoin join;
     {
       std::lock_guard lock(mu_);
       join_answer_.reset();
+      join = config_.join;
     }
-    NodeJoin join = config_.join;
     join.restart_round = restart_round;
     if (ports) {
       join.proposed_master_port = ports->master_port;
       join.proposed_jax_port = ports->jax_port;
     }
-    stream_->SendJoin(join);
+    Stream()->SendJoin(join);
   }
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, config_.initialization_timeout + kJoinAnswerMargin,
@@ -115,9 +136,9 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
   if (!join_answer_) {
     return {StatusCode::kUnavailable,
             lost_reason_.empty()
-                ? "no answer from the distrun runtime at " + config_.coordinator_address +
+                ? "no answer from the distrun runtime at " + coordinator_address_ +
                       " within the initialization timeout"
-                : "cannot join the distrun runtime at " + config_.coordinator_address + ": " + lost_reason_};
+                : "cannot join the distrun runtime at " + coordinator_address_ + ": " + lost_reason_};
   }
   const JobEvent answer = *join_answer_;
   if (!answer.join_status.ok()) return answer.join_status;
@@ -125,6 +146,7 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
   // An arrival joined whatever round the job was in; its later joins are ordinary ones.
   round_ = answer.assignment.restart_round;
   config_.join.arriving = false;
+  agent_number_ = answer.assignment.agent;
   return Status::Ok();
 }
 
@@ -134,7 +156,7 @@ Status Agent::ReportFailure(const FailedWorker& failure, bool* root_cause) {
     std::lock_guard lock(mu_);
     round = round_;
   }
-  return stream_->ReportFailure(round, failure, root_cause);
+  return Stream()->ReportFailure(round, failure, root_cause);
 }
 
 Status Agent::ReportSuccess() {
@@ -144,8 +166,8 @@ Status Agent::ReportSuccess() {
     round = round_;
   }
   // On the liveness stream, unanswered: the job's completion (or stop) comes back on it as an event.
-  if (!stream_->SendSuccess(round)) {
-    return {StatusCode::kUnavailable, "the liveness stream to " + config_.coordinator_address + " has ended"};
+  if (!Stream()->SendSuccess(round)) {
+    return {StatusCode::kUnavailable, "the liveness stream to " + coordinator_address() + " has ended"};
   }
   return Status::Ok();
 }
@@ -176,7 +198,7 @@ void Agent::SetProgress(const NodeProgress& progress) {
   progress_read_ = std::chrono::steady_clock::now();
 }
 
-void Agent::SendStacks(const StacksReply& reply) { stream_->SendStacks(reply); }
+void Agent::SendStacks(const StacksReply& reply) { Stream()->SendStacks(reply); }
 
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
@@ -204,21 +226,66 @@ void Agent::Push(const JobEvent& event) {
   cv_.notify_all();
 }
 
-void Agent::CoordinatorLost(const std::string& why) {
+void Agent::CoordinatorLost(const std::string& why, uint64_t generation, bool may_fail_over) {
   std::lock_guard lock(mu_);
   if (ended_ || closing_) return;  // the end of the stream after the job's end is expected
+  if (generation != generation_ || failover_why_) return;  // a stream left behind, or turning already
+  if (may_fail_over && config_.on_coordinator_lost) {
+    failover_why_ = why;  // the heartbeat thread asks where to turn: the hook may start a service
+    cv_.notify_all();
+    return;
+  }
   ended_ = true;
   JobEvent e;
   e.kind = JobEvent::Kind::kStop;
   e.exit_code = kLostAgentExitCode;
   e.root_cause.node_rank = -1;
-  e.root_cause.host = config_.coordinator_address;
-  e.root_cause.description = "lost the coordinator at " + config_.coordinator_address + ": " + why;
+  e.root_cause.host = coordinator_address_;
+  e.root_cause.description = "lost the coordinator at " + coordinator_address_ + ": " + why;
+  if (!failed_over_.empty()) e.root_cause.description += " (its standby, after " + failed_over_ + ")";
   e.coordinator_lost = true;
   events_.push_back(e);
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
   cv_.notify_all();
+}
+
+void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
+  const std::string why = *failover_why_;
+  const std::string from = coordinator_address_;
+  lock.unlock();
+  std::optional<FailoverTarget> target = config_.on_coordinator_lost(why);
+  lock.lock();
+  failover_why_.reset();
+  if (closing_ || ended_) return;
+  if (!target) {
+    // Nowhere to turn: the job is over for this node, as without a standby.
+    const uint64_t generation = generation_;
+    lock.unlock();
+    CoordinatorLost(why, generation, /*may_fail_over=*/false);
+    Stream()->Close();
+    lock.lock();
+    return;
+  }
+  const uint64_t generation = ++generation_;
+  coordinator_address_ = target->address;
+  failed_over_ = "the coordinator at " + from + " was lost (" + why + ")";
+  // The standby has a heartbeat timeout from now to answer (its first answer is the attach's).
+  last_answer_ = std::chrono::steady_clock::now();
+  stream_closed_ = false;
+  lost_reason_.clear();
+  config_.join.node_rank = agent_number_;  // an arrival's number, on the new stream
+  config_.join.arriving = false;
+  lock.unlock();
+  std::shared_ptr<AgentStream> fresh = OpenStream(generation, &*target, std::nullopt);
+  std::shared_ptr<AgentStream> old;
+  {
+    std::lock_guard stream_lock(stream_mu_);
+    old = std::exchange(stream_, fresh);
+  }
+  old->Close();
+  old.reset();
+  lock.lock();
 }
 
 std::vector<JobEvent> Agent::TakeEvents() {
@@ -259,15 +326,20 @@ void Agent::HeartbeatLoop() {
     if (last_answer_ && !ended_) {
       wake = std::min(wake, *last_answer_ + config_.heartbeat_timeout + std::chrono::milliseconds(1));
     }
-    if (cv_.wait_until(lock, wake,
-                       [&] { return closing_ || standby_ack_ || (progress_news_ && !news_planned); })) {
+    if (cv_.wait_until(lock, wake, [&] {
+          return closing_ || standby_ack_ || failover_why_ || (progress_news_ && !news_planned);
+        })) {
       if (closing_) break;
+      if (failover_why_) {
+        FailOver(lock);
+        continue;
+      }
       if (standby_ack_) {
         const uint64_t applied = replica_.applied();
         const bool needs_snapshot = standby_needs_snapshot_;
         standby_ack_ = standby_needs_snapshot_ = false;
         lock.unlock();
-        stream_->SendStandbyApplied(applied, needs_snapshot);
+        Stream()->SendStandbyApplied(applied, needs_snapshot);
         lock.lock();
       }
       continue;  // news of progress: wake at its time instead
@@ -298,14 +370,16 @@ void Agent::HeartbeatLoop() {
     }
     const auto unanswered = std::chrono::duration_cast<std::chrono::milliseconds>(
         last_answer_ ? now - *last_answer_ : std::chrono::steady_clock::duration{});
+    const uint64_t generation = generation_;
     lock.unlock();
+    std::shared_ptr<AgentStream> stream = Stream();
     if (lost) {
-      CoordinatorLost(*lost);
-      stream_->Close();
+      CoordinatorLost(*lost, generation);
+      if (!config_.on_coordinator_lost) stream->Close();  // else the failover closes it
     } else if (progress) {
-      stream_->SendProgress(*progress, unanswered);
+      stream->SendProgress(*progress, unanswered);
     } else if (beat) {
-      stream_->SendHeartbeat(unanswered);
+      stream->SendHeartbeat(unanswered);
     }
     lock.lock();
   }

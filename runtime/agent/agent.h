@@ -22,6 +22,15 @@
 
 namespace distrun {
 
+// Where an agent turns when its coordinator is lost in an elastic job (DESIGN §4.5): the epoch's standby.
+struct FailoverTarget {
+  std::string address;  // the standby's host:port: the job's coordinator address from now on
+  // This node is the standby: its own service, rebuilt from its copy of the job, in this process.
+  CoordinationService* in_process_service = nullptr;
+  // Remote standbys: a fresh munge credential for each hello, made for the standby's port.
+  std::function<std::string()> credential;
+};
+
 struct AgentConfig {
   std::string coordinator_address;
   // Node 0's agent lives in the process that hosts the service: it calls it directly (InProcessStream).
@@ -34,6 +43,10 @@ struct AgentConfig {
   std::chrono::milliseconds heartbeat_interval{1'000};
   // No answer from the coordinator for this long: it is considered dead and the job stops.
   std::chrono::milliseconds heartbeat_timeout{100'000};
+  // Asked on the agent's heartbeat thread when the coordinator is lost (stream break or silence) before the
+  // job ended: where to turn instead, or nullopt to stop as without a standby. The agent then waits up to
+  // the heartbeat timeout for an answer there. Null: never.
+  std::function<std::optional<FailoverTarget>(const std::string& why)> on_coordinator_lost;
 };
 
 // Ports node 0 proposes for a round (an elastic job's fresh ones per epoch); 0: none.
@@ -86,10 +99,20 @@ class Agent {
   // What this node holds of the job as the epoch's standby (DESIGN §4.5): the coordinator's updates, as
   // far as they were applied; unset while it never was the standby.
   std::optional<ServiceSnapshot> StandbyCopy() const;
+  // The coordinator's address now: the configured one, or the standby's after a failover.
+  std::string coordinator_address() const;
 
  private:
+  // Opens the stream of generation `generation` to `target` (the configured coordinator when null).
+  std::shared_ptr<AgentStream> OpenStream(uint64_t generation, const FailoverTarget* target,
+                                          const std::optional<NodeJoin>& first_join);
+  std::shared_ptr<AgentStream> Stream() const;
   void Push(const JobEvent& event);
-  void CoordinatorLost(const std::string& why);
+  // `generation`: the stream that said so; a replaced stream's end changes nothing. `may_fail_over`: ask
+  // on_coordinator_lost where to turn (else the job ends for this node).
+  void CoordinatorLost(const std::string& why, uint64_t generation, bool may_fail_over = true);
+  // On the heartbeat thread: turns to the standby the hook names, or ends the job as lost.
+  void FailOver(std::unique_lock<std::mutex>& lock);
   void HeartbeatLoop();
 
   AgentConfig config_;
@@ -117,9 +140,18 @@ class Agent {
   bool standby_ack_ = false;
   bool standby_needs_snapshot_ = false;
 
+  // The failover (AgentConfig::on_coordinator_lost): the stream's generation (one more per failover),
+  // why the coordinator was lost while the hook has yet to answer, and the address now.
+  uint64_t generation_ = 0;
+  std::optional<std::string> failover_why_;
+  std::string coordinator_address_;
+  std::string failed_over_;  // "the coordinator at A was lost (why)", once the agent turned to a standby
+  int agent_number_ = -1;    // as the coordinator numbered this node (an arrival's, once admitted)
+
   // Node 0's agent calls the service in its own process (InProcessStream); every other one speaks the agent
-  // channel.
-  std::unique_ptr<AgentStream> stream_;
+  // channel. Replaced on a failover: callers hold their copy for the call.
+  mutable std::mutex stream_mu_;
+  std::shared_ptr<AgentStream> stream_;
   std::thread heartbeat_;
 };
 

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
+#include "runtime/io/listening_socket.h"
 #include "runtime/transport/grpc_client.h"
 #include "runtime/transport/grpc_server.h"
 #include "runtime/transport/test_node0.h"
@@ -169,6 +171,99 @@ TEST_F(AgentTest, TheStandbyHoldsTheJobAndEveryWriteOfAJobKeyWaitsForIt) {
   EXPECT_EQ(a1->StandbyCopy(), service->Snapshot());
   EXPECT_FALSE(a2->StandbyCopy());  // only the standby gets updates
   EXPECT_FALSE(a0->StandbyCopy());
+}
+
+TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) {
+  ServiceConfig sc = testing::TestServiceConfig(3);
+  sc.run_id = "r";
+  sc.worker_token = "w";
+  sc.heartbeat_timeout = 2s;
+  sc.elastic = ElasticRange{2, 3, ElasticPolicy::kResize, ScaleUp::kNextRestart};
+  service = std::make_unique<CoordinationService>(sc);
+  server = std::make_unique<GrpcServer>(*service, testing::TestGrpcServerConfig(kToken));
+  // The standby's port is bound from the start; its service exists only once node 0 is lost.
+  auto standby_port = std::make_shared<ListeningSocket>(ListeningSocket::Open("127.0.0.1", 0));
+  const std::string standby_address = "127.0.0.1:" + std::to_string(standby_port->port());
+  std::unique_ptr<CoordinationService> standby_service;
+  std::unique_ptr<GrpcServer> standby_server;
+  std::unique_ptr<Agent> a1;
+  std::atomic<int> asked{0};
+  auto make = [&](int node, std::function<std::optional<FailoverTarget>(const std::string&)> hook) {
+    AgentConfig c;
+    c.coordinator_address = server->address();
+    c.token = kToken;
+    c.join.node_rank = node;
+    c.join.num_nodes = 3;
+    c.join.host = "host" + std::to_string(node);
+    c.join.local_workers = 1;
+    c.initialization_timeout = 10s;
+    c.heartbeat_interval = 50ms;
+    c.heartbeat_timeout = 2s;
+    c.on_coordinator_lost = std::move(hook);
+    return std::make_unique<Agent>(c);
+  };
+  auto a0 = make(0, nullptr);
+  a1 = make(1, [&](const std::string&) -> std::optional<FailoverTarget> {
+    ++asked;
+    if (standby_service) return std::nullopt;  // once
+    ServiceConfig c = sc;
+    c.worker_token.clear();
+    c.resume = a1->StandbyCopy();
+    c.host_agent = 1;
+    standby_service = std::make_unique<CoordinationService>(c);
+    GrpcServerConfig gc = testing::TestGrpcServerConfig(kToken);
+    gc.listen = standby_port;
+    standby_server = std::make_unique<GrpcServer>(*standby_service, gc);
+    return FailoverTarget{standby_address, standby_service.get(), nullptr};
+  });
+  bool a2_turned = false;
+  auto a2 = make(2, [&](const std::string&) -> std::optional<FailoverTarget> {
+    if (std::exchange(a2_turned, true)) return std::nullopt;
+    return FailoverTarget{standby_address, nullptr, nullptr};
+  });
+  auto first = JoinAll({a0.get(), a1.get(), a2.get()});
+  ASSERT_EQ(first[2].standby_agent, 1);
+  ASSERT_TRUE(service->KvSet("job/step", "7").ok());
+  for (int i = 0; i < 200 && !(a1->StandbyCopy() && a1->StandbyCopy()->job_keys.contains("job/step")); ++i)
+    std::this_thread::sleep_for(10ms);
+
+  // Node 0's distrun dies: its port closes before its agent could say anything.
+  server.reset();
+  a0.reset();
+  service.reset();
+  // Both others turn to the standby, whose service takes over when both reached it.
+  for (Agent* a : {a1.get(), a2.get()}) {
+    std::optional<JobEvent> e = a->WaitForEvent(5s);
+    ASSERT_TRUE(e);
+    ASSERT_EQ(e->kind, JobEvent::Kind::kRestart) << e->root_cause.description;
+    EXPECT_EQ(e->restart_round, 1);
+    EXPECT_NE(e->root_cause.description.find("its standby, node 1 (host1), took over with 2 node(s)"),
+              std::string::npos)
+        << e->root_cause.description;
+  }
+  EXPECT_EQ(a2->coordinator_address(), standby_address);
+  auto second = JoinAll({a1.get(), a2.get()}, 1);
+  EXPECT_EQ(second[0].num_nodes, 2);
+  EXPECT_EQ(second[1].num_processes, 2);
+  EXPECT_EQ(second[1].worker_token, "w");
+  std::optional<std::string> v;
+  ASSERT_TRUE(standby_service->KvTryGet("job/step", &v).ok());
+  EXPECT_EQ(v, "7");  // a key of epoch 0, in epoch 1
+  EXPECT_EQ(asked.load(), 1);
+
+  // Losing the new coordinator's host too, the last agent has nowhere left to turn: the job ends for it,
+  // naming both losses.
+  standby_server.reset();
+  a1.reset();
+  standby_service.reset();
+  std::optional<JobEvent> end = a2->WaitForEvent(5s);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->kind, JobEvent::Kind::kStop);
+  EXPECT_TRUE(end->coordinator_lost);
+  EXPECT_NE(end->root_cause.description.find("lost the coordinator at " + standby_address), std::string::npos)
+      << end->root_cause.description;
+  EXPECT_NE(end->root_cause.description.find("its standby, after the coordinator at"), std::string::npos)
+      << end->root_cause.description;
 }
 
 TEST_F(AgentTest, AgentGoneStopsTheOthers) {
