@@ -10,6 +10,7 @@
 #include "launcher/report/stacks_view.h"
 #include "runtime/agent/agent.h"
 #include "runtime/auth/agent_identity.h"
+#include "runtime/io/listening_socket.h"
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_server.h"
 
@@ -121,11 +122,10 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   } else {
     worker_address_ = plan.assignment.coordinator_address;
   }
-  if (node_rank_ == 0) {
-    StartService(plan, options,
-                 options.log_dir ? std::filesystem::path(*options.log_dir)
-                                 : std::filesystem::path(env.GetOr("TMPDIR", "/tmp")));
-  }
+  const std::filesystem::path stacks_dir = options.log_dir
+                                               ? std::filesystem::path(*options.log_dir)
+                                               : std::filesystem::path(env.GetOr("TMPDIR", "/tmp"));
+  if (node_rank_ == 0) StartService(plan, options, stacks_dir);
   if (options.join) log_->info("arriving at the running job at {}", worker_address_);
 
   AgentConfig config;
@@ -150,17 +150,12 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
     config.join.proposed_master_port = plan.assignment.master_port.value_or(0);
     config.join.proposed_jax_port = plan.assignment.jax_port.value_or(0);
   }
-  if (protection_.kind == JobProtection::Kind::kMunge && node_rank_ != 0) {
-    AgentIdentity identity;
-    identity.port = ParseHostPort("coordinator address", worker_address_).port.value_or(0);
-    identity.node_rank = node_rank_;
-    identity.run_id = config.join.run_id;
-    config.credential = [munge = protection_.munge, payload = AgentIdentityPayload(identity), log = log_] {
-      std::string why;
-      std::optional<std::string> credential = munge->Encode(payload, &why);
-      if (!credential) log->error("this node cannot prove its user to node 0: {}", why);
-      return credential.value_or("");
-    };
+  join_run_id_ = config.join.run_id;
+  if (node_rank_ != 0) config.credential = CredentialFor(worker_address_);
+  if (options.elastic && node_rank_ != 0) {
+    // Every node but node 0 may be an epoch's standby, and turns to the standby when node 0 is lost.
+    config.join.standby_address = PrepareStandby(plan, options, stacks_dir, config.join.host);
+    config.on_coordinator_lost = [this](const std::string& why) { return TurnToStandby(why); };
   }
   config.join.leaving = leaving;
   config.join.arriving = options.join.has_value();
@@ -171,8 +166,8 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   agent_ = std::make_unique<Agent>(std::move(config));
 }
 
-void RuntimeLink::StartService(const Plan& plan, const Options& options,
-                               const std::filesystem::path& stacks_dir) {
+ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& options,
+                                             const std::filesystem::path& stacks_dir) const {
   ServiceConfig sc;
   sc.num_nodes = num_nodes_;
   sc.max_restarts = options.max_restarts;
@@ -195,7 +190,8 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
   sc.hang.staleness =
       ProgressNewsInterval(HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_)) +
       std::chrono::milliseconds(350);
-  // On a hang, node 0's distrun prints one screen of the merged stacks; the whole dump goes beside the logs.
+  // On a hang, the host's distrun prints one screen of the merged stacks; the whole dump goes beside the
+  // logs.
   sc.explain = [stacks_dir](const std::string& verdict, const StacksReply& stacks) {
     StacksPicture picture = DrawStacks(stacks, kStacksScreenLines);
     std::string problem;
@@ -214,9 +210,10 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
     // heartbeat interval; then it needs a moment to kill its workers.
     sc.fence_wait = HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_) + kFenceMargin;
   }
-  if (token_ != protection_.token.value) sc.worker_token = token_;  // made here: every node learns it
-  service_ = std::make_unique<CoordinationService>(std::move(sc));
+  return sc;
+}
 
+GrpcServerConfig RuntimeLink::MakeServerConfig(const Plan& plan, const Options& options) const {
   GrpcServerConfig gc;
   gc.token = token_;
   gc.agent_token = protection_.token.value;
@@ -228,7 +225,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
     gc.munge_alone = protection_.token.made_up;
   }
   gc.torch_store = options.torch_store == TorchStoreHost::kDistrun;
-  if (SingleHost(plan)) {
+  if (!options.join && SingleHost(plan)) {
     gc.address = worker_address_;
     gc.loopback_only = true;
   } else {
@@ -238,6 +235,15 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
         coordinator.host.find(':') != std::string::npos ? "::" : "0.0.0.0");
     gc.address = FormatHostPort(bind, coordinator.port.value_or(0));
   }
+  return gc;
+}
+
+void RuntimeLink::StartService(const Plan& plan, const Options& options,
+                               const std::filesystem::path& stacks_dir) {
+  ServiceConfig sc = MakeServiceConfig(plan, options, stacks_dir);
+  if (token_ != protection_.token.value) sc.worker_token = token_;  // made here: every node learns it
+  service_ = std::make_unique<CoordinationService>(std::move(sc));
+  GrpcServerConfig gc = MakeServerConfig(plan, options);
   try {
     server_ = std::make_unique<GrpcServer>(*service_, gc);
   } catch (const UsageError&) {
@@ -250,15 +256,109 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
   log_->debug("runtime service listening on {} for {} node(s)", server_->address(), num_nodes_);
 }
 
+std::string RuntimeLink::PrepareStandby(const Plan& plan, const Options& options,
+                                        const std::filesystem::path& stacks_dir, const std::string& host) {
+  GrpcServerConfig gc = MakeServerConfig(plan, options);
+  HostPort bind = ParseHostPort("coordinator address", gc.address);
+  // Loopback jobs stay on loopback; otherwise the others reach this node by the name it joins with,
+  // unless --coordinator-bind-address names one address.
+  const bool wildcard = bind.host == "0.0.0.0" || bind.host == "::";
+  const std::string reachable = gc.loopback_only || !wildcard ? bind.host : host;
+  try {
+    standby_port_ = std::make_shared<ListeningSocket>(ListeningSocket::Open(bind.host, 0));
+  } catch (const std::exception& e) {
+    log_->warn(
+        "this node cannot be the job's standby coordinator ({}): were it the standby when node 0 is "
+        "lost, the job would end",
+        e.what());
+    return "";
+  }
+  standby_address_ = FormatHostPort(reachable, standby_port_->port());
+  gc.address = FormatHostPort(bind.host, standby_port_->port());
+  gc.listen = standby_port_;
+  standby_server_config_ = std::make_unique<GrpcServerConfig>(std::move(gc));
+  ServiceConfig sc = MakeServiceConfig(plan, options, stacks_dir);
+  sc.expected_hosts.clear();  // the copy knows the job's hosts
+  standby_service_config_ = std::make_unique<ServiceConfig>(std::move(sc));
+  log_->debug("this node would serve the job as its standby on {}", standby_address_);
+  return standby_address_;
+}
+
+std::function<std::string()> RuntimeLink::CredentialFor(const std::string& address) const {
+  if (protection_.kind != JobProtection::Kind::kMunge) return nullptr;
+  AgentIdentity identity;
+  identity.port = ParseHostPort("coordinator address", address).port.value_or(0);
+  identity.node_rank = node_rank_;
+  identity.run_id = join_run_id_;
+  return [munge = protection_.munge, payload = AgentIdentityPayload(identity), log = log_] {
+    std::string why;
+    std::optional<std::string> credential = munge->Encode(payload, &why);
+    if (!credential) log->error("this node cannot prove its user to the job's coordinator: {}", why);
+    return credential.value_or("");
+  };
+}
+
+std::optional<FailoverTarget> RuntimeLink::TurnToStandby(const std::string& why) {
+  std::lock_guard lock(mu_);
+  const std::string address = std::exchange(turn_to_, "");
+  if (service_ || address.empty()) return std::nullopt;  // this node hosts the job, or there is no standby
+  if (!is_standby_) {
+    log_->warn("lost the job's coordinator at {} ({}); turning to its standby at {}", worker_address_, why,
+               address);
+    worker_address_ = address;
+    return FailoverTarget{address, nullptr, CredentialFor(address)};
+  }
+  std::optional<ServiceSnapshot> copy = agent_->StandbyCopy();
+  if (!copy) {
+    log_->error(
+        "lost the job's coordinator at {} ({}); this node is its standby but holds no copy of the job",
+        worker_address_, why);
+    return std::nullopt;
+  }
+  ServiceConfig sc = *standby_service_config_;
+  sc.run_id = copy->run_id;  // node 0's, where this node made up its own
+  sc.worker_token.clear();   // the copy's
+  sc.host_agent = node_rank_;
+  sc.resume = std::move(copy);
+  GrpcServerConfig gc = *standby_server_config_;
+  gc.token = token_;
+  if (gc.munge) gc.admission.run_id = sc.run_id;
+  try {
+    auto service = std::make_unique<CoordinationService>(std::move(sc));
+    server_ = std::make_unique<GrpcServer>(*service, gc);
+    service_ = std::move(service);
+  } catch (const std::exception& e) {
+    log_->error("lost the job's coordinator at {} ({}); this node, its standby, cannot serve the job: {}",
+                worker_address_, why, e.what());
+    return std::nullopt;
+  }
+  log_->warn(
+      "lost the job's coordinator at {} ({}); this node, its standby, serves the job on {} and takes it over "
+      "once a majority of the last epoch's nodes reach it",
+      worker_address_, why, address);
+  worker_address_ = address;
+  return FailoverTarget{address, service_.get(), nullptr};
+}
+
+std::string RuntimeLink::worker_address() const {
+  std::lock_guard lock(mu_);
+  return worker_address_;
+}
+
 void RuntimeLink::Finish() {
-  if (finished_ || !service_) return;
+  CoordinationService* service = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    service = service_.get();
+  }
+  if (finished_ || service == nullptr) return;
   finished_ = true;
-  if (std::string history = service_->History(); !history.empty()) log_->info("the job ran {}", history);
-  JobState state = service_->State();
+  if (std::string history = service->History(); !history.empty()) log_->info("the job ran {}", history);
+  JobState state = service->State();
   if (state == JobState::kSucceeded || state == JobState::kStopped) {
     // The others hear the end on their streams and close them; this node's own stream stays open.
     auto deadline = std::chrono::steady_clock::now() + kFinalEventWait;
-    while (service_->AttachedAgents() > 1 && std::chrono::steady_clock::now() < deadline) {
+    while (service->AttachedAgents() > 1 && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(2ms);
     }
   }
@@ -287,7 +387,12 @@ void RuntimeLink::CheckArrival(const Plan& plan, const JobToken& token) const {
 JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisional) {
   NodeAssignment na;
   std::optional<ProposedPorts> ports;
-  if (node_rank_ == 0 && round > 0 && (fresh_master_port_ || fresh_jax_port_)) {
+  bool hosting = false;
+  {
+    std::lock_guard lock(mu_);
+    hosting = service_ != nullptr;
+  }
+  if (hosting && round > 0 && (fresh_master_port_ || fresh_jax_port_)) {
     // An elastic epoch gets ports no worker of an earlier epoch still holds or dials (a fenced node's).
     ports = ProposedPorts{fresh_master_port_ ? PickFreePort() : provisional.master_port.value_or(0),
                           fresh_jax_port_ ? PickFreePort() : provisional.jax_port.value_or(0)};
@@ -299,7 +404,8 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
     throw JobLinkError("rendezvous failed: " + s.message, fenced ? kFencedExitCode : 1);
   }
   if (node_rank_ == kArrivingNode) {
-    node_rank_ = na.agent;  // what its failure reports name from now on
+    std::lock_guard lock(mu_);  // the failover's credential names it
+    node_rank_ = na.agent;      // what its failure reports name from now on
     log_->info("admitted as node {}", node_rank_);
   }
   JobAssignment a = provisional;
@@ -309,7 +415,6 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   if (na.master_port > 0) a.master_port = na.master_port;
   if (na.jax_port > 0) a.jax_port = na.jax_port;
   if (!na.run_id.empty()) a.run_id = na.run_id;
-  if (!na.worker_token.empty()) token_ = na.worker_token;
   a.restart_count = na.restart_round;
   // The epoch's world: an elastic job's node ranks change as nodes are lost; a spare gets no seat. (In
   // per-task mode a node is a host with all of its distrun processes.)
@@ -317,6 +422,17 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   if (seats_are_nodes_) {
     a.num_nodes = na.num_nodes;
     if (!na.spare) a.node_rank = na.node_rank;
+  }
+  std::lock_guard lock(mu_);
+  if (!na.worker_token.empty()) token_ = na.worker_token;
+  // Where to turn if the service's host is lost: the epoch's standby, this node's own service when it is
+  // that standby, nowhere for the host itself.
+  is_standby_ = !service_ && na.standby_agent == na.agent;
+  turn_to_ = service_ ? "" : is_standby_ ? standby_address_ : na.standby_address;
+  if (!na.standby_address.empty()) {
+    // Where a --join arrival finds the job should node 0 be lost.
+    log_->debug("epoch {}: the standby coordinator is node {} at {}{}", na.restart_round,
+                na.standby_agent.value_or(-1), na.standby_address, is_standby_ ? " (this node)" : "");
   }
   a.coordinator_address = worker_address_;
   return a;
@@ -361,6 +477,7 @@ std::vector<JobDecision> RuntimeLink::TakeDecisions() {
 }
 
 std::vector<std::pair<std::string, std::string>> RuntimeLink::WorkerSecrets() const {
+  std::lock_guard lock(mu_);
   return {{"DISTRUN_TOKEN", token_}};
 }
 

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,10 @@ namespace distrun {
 class Agent;
 class CoordinationService;
 class GrpcServer;
+class ListeningSocket;
+struct FailoverTarget;
+struct GrpcServerConfig;
+struct ServiceConfig;
 
 class RuntimeLink final : public JobLink {
  public:
@@ -47,12 +53,23 @@ class RuntimeLink final : public JobLink {
   // Node 0 keeps the service up until the other nodes have heard the job's end (bounded).
   void Finish() override;
 
-  // Where workers reach the service (host:port).
-  const std::string& worker_address() const { return worker_address_; }
+  // Where workers reach the service (host:port): node 0's, or its standby's once that took over.
+  std::string worker_address() const;
 
  private:
   // `stacks_dir`: where a hung job's full stack dump is written (--log-dir, else TMPDIR).
+  ServiceConfig MakeServiceConfig(const Plan& plan, const Options& options,
+                                  const std::filesystem::path& stacks_dir) const;
+  GrpcServerConfig MakeServerConfig(const Plan& plan, const Options& options) const;
   void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir);
+  // An elastic job's node other than node 0: binds the port it would serve the job on as the epoch's
+  // standby, and keeps what it needs to rebuild the service (DESIGN §4.5). Empty: it cannot (logged).
+  std::string PrepareStandby(const Plan& plan, const Options& options,
+                             const std::filesystem::path& stacks_dir, const std::string& host);
+  // The agent's hook when the coordinator is lost (on the agent's thread): this node's own rebuilt
+  // service when it is the epoch's standby, the standby's address otherwise; nullopt where there is none.
+  std::optional<FailoverTarget> TurnToStandby(const std::string& why);
+  std::function<std::string()> CredentialFor(const std::string& address) const;
   // --join: throws UsageError where an arrival cannot work (per-task mode, no token of the job's).
   void CheckArrival(const Plan& plan, const JobToken& token) const;
 
@@ -66,10 +83,22 @@ class RuntimeLink final : public JobLink {
   bool seats_are_nodes_ = false;    // an elastic job: the epoch's node ranks are the workers'
   bool fresh_master_port_ = false;  // node 0 of an elastic job proposes new ports for every epoch, except
   bool fresh_jax_port_ = false;     // those the user or the MPI probe fixed
+  // Shared with the agent's thread, which may start the service in a takeover: the service, its server,
+  // where workers reach it, the workers' token and the epoch's standby.
+  mutable std::mutex mu_;
   std::string worker_address_;
   std::unique_ptr<CoordinationService> service_;
   std::unique_ptr<GrpcServer> server_;
+  // The standby's side: its bound port and address, the service and server it would start, and where the
+  // latest assignment says to turn (this node's own address when it is the standby; empty: nowhere).
+  std::shared_ptr<ListeningSocket> standby_port_;
+  std::string standby_address_;
+  std::unique_ptr<ServiceConfig> standby_service_config_;
+  std::unique_ptr<GrpcServerConfig> standby_server_config_;
+  std::string turn_to_;
+  bool is_standby_ = false;
   std::unique_ptr<Agent> agent_;
+  std::string join_run_id_;  // what this node's joins say (empty where it made its run id up)
   bool finished_ = false;
   bool left_at_start_ = false;  // the first join said it leaves
 };

@@ -11,12 +11,6 @@ namespace distrun {
 namespace {
 
 constexpr int kMaxNodes = 1 << 20;
-
-// "host:port", an IPv6 literal in brackets.
-std::string HostPortText(const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos && !host.starts_with('[');
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 std::optional<int64_t> ParseInt64(const std::string& text) {
   int64_t value = 0;
   const char* end = text.data() + text.size();
@@ -262,7 +256,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
         ChooseStandby(membership_, config_.host_agent, [this](int agent) { return HostOf(agent); });
     if (common.standby_agent) {
       const std::optional<NodeJoin>& j = nodes_[static_cast<size_t>(*common.standby_agent)].join;
-      if (j && j->standby_port > 0) common.standby_address = HostPortText(j->host, j->standby_port);
+      if (j) common.standby_address = j->standby_address;
     }
   }
   assignments_.clear();

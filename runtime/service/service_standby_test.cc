@@ -46,7 +46,7 @@ class StandbyTest : public ::testing::Test {
     j.restart_round = round;
     j.proposed_master_port = port;
     j.replicates = replicates;
-    j.standby_port = 40000 + node;
+    j.standby_address = j.host + ":" + std::to_string(40000 + node);
     auto r = std::make_shared<Joined>();
     s.Join(j, [r](const Status& st, const NodeAssignment& a) {
       r->status = st;

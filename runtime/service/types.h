@@ -74,9 +74,9 @@ struct NodeJoin {
   // Its distrun keeps a standby's copy of the job when it is the epoch's standby (JobEvent kStandby) and
   // acknowledges each update (CoordinationService::StandbyApplied). A node that does not is never waited for.
   bool replicates = false;
-  // Where this node's distrun would serve the job as its standby after a takeover (its port on `host`);
-  // 0: it cannot (a job without --nnodes, node 0).
-  int standby_port = 0;
+  // host:port where this node's distrun would serve the job as its standby after a takeover (bound when it
+  // started); empty: it cannot (a job without --nnodes, node 0).
+  std::string standby_address;
 };
 
 struct NodeAssignment {

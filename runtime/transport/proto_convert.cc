@@ -86,7 +86,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_arriving(in.arriving);
   out->set_machine(in.machine);
   out->set_replicates(in.replicates);
-  out->set_standby_port(in.standby_port);
+  out->set_standby_address(in.standby_address);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -104,7 +104,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.arriving = in.arriving();
   j.machine = in.machine();
   j.replicates = in.replicates();
-  j.standby_port = in.standby_port();
+  j.standby_address = in.standby_address();
   return j;
 }
 

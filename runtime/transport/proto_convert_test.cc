@@ -77,11 +77,11 @@ TEST(ProtoConvert, AStandbyUpdateAndAReplicatingJoinComeBackWhole) {
 
   NodeJoin j;
   j.replicates = true;
-  j.standby_port = 40123;
+  j.standby_address = "host-b:40123";
   v1::JoinRequest join;
   ToProto(j, &join);
   EXPECT_TRUE(FromProto(join).replicates);
-  EXPECT_EQ(FromProto(join).standby_port, 40123);
+  EXPECT_EQ(FromProto(join).standby_address, "host-b:40123");
 }
 
 }  // namespace

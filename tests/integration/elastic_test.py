@@ -120,19 +120,51 @@ class Elastic(MultiNodeCase):
             self.assertEqual(code, 1, err)
             self.assertIn("fewer than the 3 the job needs (--nnodes); lost: node 2", err)
 
-    def test_losing_node_0_kills_the_workers_at_once_and_says_so_once(self):
-        # Node 0 hosts the coordinator: losing it ends the job everywhere. The other nodes kill their
-        # workers without a grace period (the job may go on without them) and say so; no line then claims
-        # a grace period that never ran.
+    def test_node_0_lost_its_standby_takes_the_job_over(self):
+        # Node 0's distrun (the coordinator's host) is SIGKILLed: its sentinel ends its worker; nodes 1 and 2
+        # turn to node 1, the epoch's standby, which takes over with both (a majority of 3) and begins
+        # epoch 1 without node 0. A key of epoch 0 is read in epoch 1, from the new coordinator.
+        script = ('if [ $DISTRUN_EPOCH = 0 ]; then "$DISTRUN" kv set job/step-$NODE "$NODE at 0" && '
+                  'echo up > $OUT/up-$NODE-0; sleep 60; else '
+                  'echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE" >> $OUT/log; '
+                  '"$DISTRUN" kv try-get job/step-0 > $OUT/job-$NODE; '
+                  'echo "$DISTRUN_COORDINATOR_ADDRESS" > $OUT/coordinator-$NODE; fi')
+        nodes = self.start_nodes([1, 1, 1], script, "--nnodes", "2:3", "--heartbeat-timeout", "2",
+                                 env={"DISTRUN": DISTRUN})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[0].kill()
+        results = self.finish(nodes[1:])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), ["epoch 1 node 1 group 0/2", "epoch 1 node 2 group 1/2"])
+        coordinators = set()
+        for node in (1, 2):
+            with open(self.path(f"job-{node}")) as f:
+                self.assertEqual(f.read().strip(), "0 at 0")
+            with open(self.path(f"coordinator-{node}")) as f:
+                coordinators.add(f.read().strip())
+        self.assertEqual(len(coordinators), 1, coordinators)  # both reach the new coordinator
+        self.assertNotIn(f":{self.port}", coordinators.pop())
+        self.assertIn("this node, its standby, serves the job on", results[0][2])
+        self.assertIn("turning to its standby at", results[1][2])
+        for code, out, err in results:
+            self.assertIn("its standby, node 1 (", err)
+            self.assertIn("took over with 2 node(s)", err)
+        self.finish(nodes[:1])
+
+    def test_node_0_and_its_standby_lost_together_end_the_job_naming_both(self):
+        # The last node has nowhere to turn: it kills its workers at once (no grace period the job could
+        # use) and says so once; no line then claims a grace period that never ran.
         nodes = self.start_nodes([1, 1, 1], WORKER, "--nnodes", "2:3", "--heartbeat-timeout", "1")
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
         nodes[0].kill()
-        for code, out, err in self.finish(nodes[1:]):
-            self.assertEqual(code, 1, err)
-            self.assertIn("lost the coordinator at 127.0.0.1:", err)
-            self.assertIn("killing this node's workers at once", err)
-            self.assertNotIn("(--grace-period); sending SIGKILL", err)
-        self.finish(nodes[:1])
+        nodes[1].kill()
+        code, out, err = self.finish(nodes[2:])[0]
+        self.assertEqual(code, 1, err)
+        self.assertIn("lost the coordinator at 127.0.0.1:", err)
+        self.assertIn("(its standby, after the coordinator at 127.0.0.1:", err)
+        self.assertIn("killing this node's workers at once", err)
+        self.assertNotIn("(--grace-period); sending SIGKILL", err)
+        self.finish(nodes[:2])
 
     def pause(self, node):
         """Freezes a node's distrun and its sentinel, as a paused VM would; returns both pids."""
