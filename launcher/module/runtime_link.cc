@@ -25,6 +25,9 @@ constexpr auto kFinalEventWait = 3s;
 constexpr auto kElasticFailureHold = 200ms;
 // Beyond a heartbeat interval, how long a silent node gets to kill its workers before the next epoch's start.
 constexpr auto kFenceMargin = 100ms;
+// After this process was frozen, how long the service reads what the nodes sent meanwhile before it judges
+// their silence.
+constexpr auto kFreezeGrace = 300ms;
 
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -210,6 +213,7 @@ ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& op
     // heartbeat interval; then it needs a moment to kill its workers.
     sc.fence_wait = HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_) + kFenceMargin;
   }
+  sc.freeze_grace = kFreezeGrace;
   return sc;
 }
 
@@ -355,7 +359,9 @@ void RuntimeLink::Finish() {
   finished_ = true;
   if (std::string history = service->History(); !history.empty()) log_->info("the job ran {}", history);
   JobState state = service->State();
-  if (state == JobState::kSucceeded || state == JobState::kStopped) {
+  // A host that fenced itself told nobody else: they turn to the standby once its port closes.
+  const bool fenced = service->ExitCode() == kFencedExitCode;
+  if ((state == JobState::kSucceeded || state == JobState::kStopped) && !fenced) {
     // The others hear the end on their streams and close them; this node's own stream stays open.
     auto deadline = std::chrono::steady_clock::now() + kFinalEventWait;
     while (service->AttachedAgents() > 1 && std::chrono::steady_clock::now() < deadline) {

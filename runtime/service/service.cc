@@ -167,6 +167,9 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
       // Whatever round it is: the node goes, and the job without it (or not at all).
       fail(StatusCode::kAborted, who + " left the job: " + join.leaving);
       LoseNode(join.node_rank, "it left the job: " + join.leaving, completions);
+    } else if (state_ == JobState::kStopped && exit_code_ == kFencedExitCode && root_cause_ &&
+               root_cause_->node_rank == join.node_rank) {
+      fail(StatusCode::kAborted, root_cause_->description);  // the host fenced itself: it leaves as fenced
     } else if (state_ == JobState::kStopped || state_ == JobState::kSucceeded) {
       fail(StatusCode::kAborted,
            who + " joined after the job ended" +
@@ -787,6 +790,14 @@ void CoordinationService::Tick() {
       held_failure_.reset();
       RecordFailure(f, /*allow_restart=*/true, completions);
     }
+    if (config_.freeze_grace.count() > 0 && last_tick_ && now - *last_tick_ > config_.heartbeat_timeout / 2) {
+      for (NodeState& n : nodes_) {
+        if (n.heartbeat_deadline)
+          n.heartbeat_deadline = std::max(*n.heartbeat_deadline, now + config_.freeze_grace);
+      }
+      earliest_heartbeat_deadline_ = std::max(earliest_heartbeat_deadline_, now + config_.freeze_grace);
+    }
+    last_tick_ = now;
     // Scans run only once the earliest deadline passed: a scan every tick costs O(nodes) under the lock.
     if (now >= earliest_heartbeat_deadline_) {
       earliest_heartbeat_deadline_ = Clock::time_point::max();

@@ -66,6 +66,11 @@ struct ServiceConfig {
   // this, so that the lost node has fenced itself first (its sentinel and agent count the same timeout
   // from their own last contact, which may lag node 0's by a heartbeat interval).
   std::chrono::milliseconds fence_wait{0};
+  // When Ticks stop for longer than half the heartbeat timeout, this process was frozen (a paused VM, a
+  // stalled host), not the nodes: silence is judged no sooner than this after the next Tick, so that what
+  // they sent meanwhile is read first (heartbeats, or the closed streams of nodes that went on without
+  // it). 0: off (the unit tests' fake clocks jump).
+  std::chrono::milliseconds freeze_grace{0};
   // Elastic jobs with scale-up now: how long after a node arrived (and the workers were told) the next epoch
   // begins with it.
   std::chrono::milliseconds scale_up_notice{0};
@@ -283,6 +288,12 @@ class CoordinationService {
   void WriteThrough(const std::string& key, const std::optional<std::string>& value, Done on_held,
                     Completions& completions);
   void ReleaseHeldWrites(Completions& completions);
+  // After a loss: the nodes this service no longer hears include the standby that acknowledged the epoch
+  // `standby_epoch_` and are a majority of its members, so the standby may be taking the job over on the
+  // other side of a partition. Their names, or empty.
+  std::vector<int> MayBeCutOff() const;
+  // This service's host leaves the job (fenced, exit code 75) rather than go on beside a standby's.
+  void FenceHost(const std::vector<int>& unheard, Completions& completions);
   // Records that `agent`'s node was lost (with every agent of it); returns the agents newly lost.
   std::vector<int> RecordLoss(int agent, Membership::Loss* loss);
   // service_diagnosis.cc: the hang and stall watch, and stack requests, on every Tick.
@@ -305,6 +316,7 @@ class CoordinationService {
   std::vector<std::pair<int, int>> arrivals_;  // (node rank, epoch it arrived in)
   std::optional<Clock::time_point> grow_at_;   // scale-up now: when the arrivals' epoch begins
   Clock::time_point hold_epoch_until_{};       // a silent node's fence_wait
+  std::optional<Clock::time_point> last_tick_;
   std::optional<HeldFailure> held_failure_;
   Clock::time_point round_deadline_;
   std::vector<NodeState> nodes_;  // by node rank (the agent's number): the started nodes, then arrivals
@@ -319,6 +331,16 @@ class CoordinationService {
   uint64_t standby_sent_ = 0;
   uint64_t standby_acked_ = 0;
   std::vector<std::pair<uint64_t, Done>> held_writes_;
+  // What a standby could take over with: the members (nodes) of the epoch of each snapshot sent, and of the
+  // latest one the standby acknowledged.
+  struct StandbyEpoch {
+    uint64_t seq = 0;
+    int standby_node = -1;
+    int epoch = 0;
+    std::vector<int> members;
+  };
+  std::vector<StandbyEpoch> sent_epochs_;
+  std::optional<StandbyEpoch> standby_epoch_;
   int joined_ = 0;     // nodes with a join this round
   int succeeded_ = 0;  // nodes that reported success this round
   // Lower bounds of the heartbeat and key-value wait deadlines, so that Tick scans only when one passed.

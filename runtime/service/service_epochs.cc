@@ -50,6 +50,10 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   Membership::Loss loss{};
   const std::vector<int> gone = RecordLoss(node_rank, &loss);
   if (loss == Membership::Loss::kAlreadyLost) return;
+  if (std::vector<int> unheard = MayBeCutOff(); !unheard.empty()) {
+    FenceHost(unheard, completions);
+    return;
+  }
   // A silent node may still run its workers until its own timeout ends them: never beside the next epoch.
   if (silent) hold_epoch_until_ = std::max(hold_epoch_until_, Now() + config_.fence_wait);
   const int round_before = round_;

@@ -202,6 +202,7 @@ void CoordinationService::ReplicateState(Completions& completions) {
   ++standby_sent_;
   event.standby_update = StandbyUpdate{standby_sent_, SnapshotLocked(), {}, {}};  // its seq is this one
   sinks_[*nodes_[static_cast<size_t>(*standby_)].stream](event);
+  sent_epochs_.push_back({standby_sent_, membership_.node_of(*standby_), round_, membership_.seated_nodes()});
 }
 
 void CoordinationService::WriteThrough(const std::string& key, const std::optional<std::string>& value,
@@ -239,9 +240,55 @@ void CoordinationService::StandbyApplied(uint64_t stream_id, uint64_t applied, b
       completions.push_back([done = std::move(w->second)] { done(Status::Ok()); });
     }
     held_writes_.erase(held_writes_.begin(), covered);
+    while (!sent_epochs_.empty() && sent_epochs_.front().seq <= standby_acked_) {
+      standby_epoch_ = std::move(sent_epochs_.front());
+      sent_epochs_.erase(sent_epochs_.begin());
+    }
     if (needs_snapshot) ReplicateState(completions);
   }
   Run(completions);
+}
+
+std::vector<int> CoordinationService::MayBeCutOff() const {
+  if (!standby_epoch_) return {};
+  auto lost = [this](int node) { return membership_.lost(membership_.agents_of(node).front()); };
+  if (!lost(standby_epoch_->standby_node)) return {};  // the standby is here: nobody else can take over
+  std::vector<int> unheard;
+  for (int node : standby_epoch_->members) {
+    if (lost(node)) unheard.push_back(node);
+  }
+  if (!IsMajority(static_cast<int>(unheard.size()), static_cast<int>(standby_epoch_->members.size())))
+    return {};
+  return unheard;
+}
+
+void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions& completions) {
+  std::vector<std::string> names;
+  for (int node : unheard) names.push_back(NodeName(membership_.agents_of(node).front()));
+  FailedWorker f;
+  f.node_rank = config_.host_agent;
+  f.host = HostOf(config_.host_agent);
+  f.exit_code = kFencedExitCode;
+  f.description = kFencedPrefix + std::string("this node hosts the job's coordinator but no longer hears ") +
+                  JoinNames(names) + ", among them its standby, " + std::to_string(unheard.size()) +
+                  " of the " + std::to_string(standby_epoch_->members.size()) + " nodes of epoch " +
+                  std::to_string(standby_epoch_->epoch) +
+                  ": they may go on without it, so it stops rather than run beside them";
+  held_failure_.reset();
+  root_cause_ = f;
+  state_ = JobState::kStopped;
+  exit_code_ = kFencedExitCode;
+  ReleaseHeldWrites(completions);
+  Status aborted{StatusCode::kAborted, f.description};
+  FailRendezvous(aborted, completions);
+  FailAllWaits(aborted, completions);
+  // Only the host hears it: the others, if any are still here, turn to the standby when its distrun exits.
+  JobEvent event;
+  event.kind = JobEvent::Kind::kStop;
+  event.exit_code = kFencedExitCode;
+  event.root_cause = f;
+  const NodeState& host = nodes_[static_cast<size_t>(config_.host_agent)];
+  if (host.stream) sinks_[*host.stream](event);
 }
 
 }  // namespace distrun

@@ -264,6 +264,26 @@ TEST_F(StandbyTest, AVoteLostBeforeTheDecisionCanLeaveNoMajorityAndTheAgentsThat
   EXPECT_EQ(s3.Last(JobEvent::Kind::kStop)->exit_code, kLostAgentExitCode);
 }
 
+TEST_F(StandbyTest, AServiceThatWasFrozenReadsWhatCameMeanwhileBeforeItJudgesSilence) {
+  ServiceConfig c = Config(4, {2, 4, ElasticPolicy::kResize});
+  c.freeze_grace = 300ms;
+  CoordinationService s(c);
+  std::vector<Stream> streams;
+  for (int n = 0; n < 4; ++n) streams.push_back(Attach(s, n));
+  for (int n = 0; n < 4; ++n) Join(s, n, 0);
+  ASSERT_EQ(s.State(), JobState::kRunning);
+  s.Tick();
+  *now_ += 11s;  // no Tick for longer than the heartbeat timeout: this process was frozen
+  s.Tick();
+  EXPECT_EQ(s.CurrentRound(), 0);                                                    // nobody is judged yet
+  for (int n = 0; n < 3; ++n) s.Heartbeat(streams[static_cast<size_t>(n)].id, 0ms);  // sent meanwhile
+  *now_ += 301ms;
+  s.Tick();
+  EXPECT_EQ(s.CurrentRound(), 1);  // node 3 did stay silent
+  EXPECT_EQ(s.History(),
+            "2 epochs; 0 restart(s) after a worker failure; 1 node(s) lost: node 3 (host-d) in epoch 0");
+}
+
 TEST_F(StandbyTest, ACopyOfAnotherJobOrASecondTakeoverIsRefused) {
   auto node0 = Node0WithALostNode({2, 4, ElasticPolicy::kResize});
   ServiceSnapshot snapshot = node0->Snapshot();
@@ -332,6 +352,40 @@ class WriteThroughTest : public StandbyTest {
   std::unique_ptr<CoordinationService> node0_;
   std::vector<Stream> streams_;
 };
+
+TEST_F(WriteThroughTest, Node0FencesItselfWhenWhatItNoLongerHearsCouldTakeTheJobOver) {
+  StandbyReplica replica;
+  Apply(1, replica);  // the standby holds epoch 0: 4 members
+  // Node 3 and then the standby are lost: 2 of 4 may be elsewhere, no majority. Epoch 1 goes on.
+  node0_->DetachAgent(streams_[3].id);
+  EXPECT_EQ(node0_->CurrentRound(), 1);
+  node0_->DetachAgent(streams_[1].id);
+  EXPECT_NE(node0_->State(), JobState::kStopped);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kStop), nullptr);
+  // A third of the standby's epoch: node 2 too. Nodes 1 to 3 could be the standby's majority.
+  node0_->DetachAgent(streams_[2].id);
+  EXPECT_EQ(node0_->State(), JobState::kStopped);
+  EXPECT_EQ(node0_->ExitCode(), kFencedExitCode);
+  const JobEvent* own = streams_[0].Last(JobEvent::Kind::kStop);
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->exit_code, kFencedExitCode);
+  EXPECT_EQ(
+      own->root_cause.description,
+      "fenced: this node hosts the job's coordinator but no longer hears node 1 (host-b), node 2 (host-c), "
+      "node 3 (host-d), among them its standby, 3 of the 4 nodes of epoch 0: they may go on without it, so "
+      "it stops rather than run beside them");
+}
+
+TEST_F(WriteThroughTest, WhileItHearsTheStandbyNode0GoesOnWhateverElseItLoses) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  node0_->DetachAgent(streams_[3].id);
+  Apply(1, replica);  // the standby holds epoch 1: nodes 0 to 2
+  node0_->DetachAgent(streams_[2].id);
+  EXPECT_NE(node0_->State(), JobState::kStopped);  // 1 of 3 unheard, the standby here
+  EXPECT_FALSE(node0_->ExitCode());
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kStop), nullptr);
+}
 
 TEST_F(WriteThroughTest, AJobKeysWriteIsHeldUntilTheStandbyHasIt) {
   // The standby got the job when the epoch began; no one else gets updates.

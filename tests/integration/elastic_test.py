@@ -151,6 +151,36 @@ class Elastic(MultiNodeCase):
             self.assertIn("took over with 2 node(s)", err)
         self.finish(nodes[:1])
 
+    def test_node_0_paused_is_taken_over_and_fences_itself_when_it_wakes(self):
+        # Node 0's host pauses (its distrun, sentinel and worker): nodes 1 and 2 take the job over after the
+        # heartbeat timeout. When node 0 wakes it hears neither of them, a majority of the standby's epoch:
+        # it kills its worker at once and leaves (75) instead of going on beside epoch 1.
+        nodes = self.start_nodes([1, 1, 1], WORKER + '; echo $$ > $OUT/pid-$NODE-$DISTRUN_EPOCH',
+                                 "--nnodes", "2:3", "--heartbeat-timeout", "1", env={"HOLD": "1"})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        paused = self.pause(nodes[0]) + [p for p in processes_with(self.marker) if environ_has(p, "NODE=0")]
+        for pid in paused[2:]:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            self.wait_for_files("up-1-1", "up-2-1")
+        finally:
+            for pid in paused[2:]:
+                os.kill(pid, signal.SIGCONT)
+            os.kill(paused[0], signal.SIGCONT)
+            time.sleep(0.5)  # distrun first, so that it reads its news before its sentinel's timer runs
+            os.kill(paused[1], signal.SIGCONT)
+        code, out, err = self.finish([nodes[0]])[0]
+        self.assertEqual(code, 75, err)
+        self.assertIn("fenced: this node hosts the job's coordinator but no longer hears node 1", err)
+        self.assertTrue(wait_for(lambda: not [p for p in processes_with(self.marker) if environ_has(p, "NODE=0")],
+                                 timeout=5))
+        with open(self.path("go"), "w"):
+            pass
+        results = self.finish(nodes[1:])
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertIn("epoch 1 node 2 group 1/2 rank 1/2", self.log())
+        self.assertNotIn("epoch 1 node 0", " ".join(self.log()))
+
     def test_node_0_and_its_standby_lost_together_end_the_job_naming_both(self):
         # The last node has nowhere to turn: it kills its workers at once (no grace period the job could
         # use) and says so once; no line then claims a grace period that never ran.
