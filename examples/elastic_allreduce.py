@@ -6,13 +6,16 @@ epoch, and resumes from its checkpoint when distrun starts it again in a later e
 Each epoch runs it afresh with that epoch's RANK, WORLD_SIZE and DISTRUN_EPOCH; init_process_group() needs
 no arguments. Rank 0 writes the step it finished to the checkpoint file (on a file system every node sees),
 so a new epoch goes on from there. At the end every worker prints one line: its epoch, rank, world, host and
-the steps it ran, all with the right sum. With `distrun --change-signal USR1`, a worker told that the world
+the steps it ran, all with the right sum. With `--job-key NAME`, rank 0 of the first epoch stores where the
+job began under `job/NAME` in the job's key-value store (`distrun kv`), and rank 0 of every epoch prints it
+at the end: keys under `job/` outlive epochs, even the loss of node 0. With `distrun --change-signal USR1`, a worker told that the world
 changes at the next epoch (a node arrived) says so; a real script would save its state there.
 """
 import argparse
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 
@@ -43,7 +46,9 @@ def main():
     parser.add_argument("--checkpoint", required=True, help="file holding the last finished step")
     parser.add_argument("--steps", type=int, default=60, help="steps of the whole training")
     parser.add_argument("--step-time", type=float, default=0.1, help="seconds of 'work' per step")
+    parser.add_argument("--job-key", help="a key under job/ that rank 0 of epoch 0 sets and every rank 0 reads")
     args = parser.parse_args()
+    distrun = os.environ.get("DISTRUN_PROGRAM", "distrun")
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -53,6 +58,9 @@ def main():
     dist.broadcast(start, src=0)
     first = int(start.item())
     step = first
+    key = f"job/{args.job_key}" if args.job_key else None
+    if key and rank == 0 and epoch == 0:
+        subprocess.run([distrun, "kv", "set", key, f"begun in epoch 0 on {socket.gethostname()}"], check=True)
     while step < args.steps:
         value = torch.tensor([float(rank + 1)])
         dist.all_reduce(value, op=dist.ReduceOp.SUM)
@@ -66,6 +74,9 @@ def main():
         time.sleep(args.step_time)
     print(f"epoch {epoch} rank {rank}/{world} node {os.environ['GROUP_RANK']}/{os.environ['GROUP_WORLD_SIZE']} "
           f"on {socket.gethostname()}: steps {first}..{step} sums OK", flush=True)
+    if key and rank == 0:
+        value = subprocess.run([distrun, "kv", "try-get", key], capture_output=True, text=True).stdout.strip()
+        print(f"epoch {epoch} {key}: {value or '(none)'}", flush=True)
     dist.destroy_process_group()
     return 0
 

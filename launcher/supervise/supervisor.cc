@@ -525,7 +525,9 @@ void Supervisor::OnJobDecisions() {
           BeginStop(StopReason::kExternal, d.exit_code);
         } else if (stop_reason_ != StopReason::kSignal && stop_reason_ != StopReason::kTimeout) {
           exit_code_ = d.exit_code;  // every node exits with the root cause's code
-          if (stop_reason_ == StopReason::kSuccess) log_->error("the job stopped: {}", d.reason);
+          // A worker that failed as the coordinator was lost failed of that loss: say it, too.
+          if (stop_reason_ == StopReason::kSuccess || d.coordinator_lost)
+            log_->error("the job stopped: {}", d.reason);
         }
         break;
       case JobDecision::Kind::kRestart:

@@ -2,7 +2,8 @@
 all-reduce in a loop, check every sum against the world of their epoch, and resume from a checkpoint on the
 shared file system (examples/elastic_allreduce.py). A host's distrun killed, its link cut, its distrun frozen,
 the whole host paused, or its --node-check failing: the others go on in the next epoch with the smaller world
-(resize) or with the spare in its place (spares); below MIN the job ends naming the lost hosts. A lost host's
+(resize) or with the spare in its place (spares); below MIN the job ends naming the lost hosts. Node 0 (node1),
+which hosts the coordinator, too: killed, cut off or paused, its standby takes the job over. A lost host's
 workers must be stopped before the next epoch's start (the survivors do not wait for them), and no process of
 the lost host's job is left (tearDown checks every host)."""
 import os
@@ -78,7 +79,7 @@ class lossy_link:
 
 
 class ElasticAcrossHosts(JobRuntimeCase):
-    def start(self, *distrun_args, per_node=2, steps=80):
+    def start(self, *distrun_args, per_node=2, steps=80, example_args=()):
         """srun --no-kill over every lab host, one distrun each; returns once every epoch-0 worker stepped.
         A shell writes each distrun's exit code to TASK.exit: srun never hears it from a host that was cut
         off when its task ended (slurmstepd does not send the task's end again)."""
@@ -87,7 +88,8 @@ class ElasticAcrossHosts(JobRuntimeCase):
                              self.path("%t.out"), "--error", self.path("%t.err"), "/bin/sh", "-c", record,
                              self.dir, DISTRUN,
                              "--nproc-per-node", str(per_node), "--grace-period", "3", *distrun_args, "--",
-                             PYTHON, EXAMPLE, "--checkpoint", self.path("ckpt"), "--steps", str(steps)])
+                             PYTHON, EXAMPLE, "--checkpoint", self.path("ckpt"), "--steps", str(steps),
+                             *example_args])
         self.assertTrue(wait_for(lambda: int(self.read("ckpt") or 0) >= 3 if os.path.exists(self.path("ckpt"))
                                  else False, timeout=BOUND), self.outputs())
         return p
@@ -338,6 +340,100 @@ class ElasticAcrossHosts(JobRuntimeCase):
         self.assertEqual(p.returncode, 75, out)
         rows = sorted(self.finished(0) + self.finished(1))
         self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
+
+    # Node 0 (node1) hosts the coordinator; node 1 (node2) is every epoch's standby here.
+    def test_resize_node_0_killed_its_standby_takes_the_job_over(self):
+        p = self.start("--nnodes", "2:3", example_args=("--job-key", "origin"))
+        victims = self.workers_on(NODES[0])
+        [victim] = distrun_pids_on(NODES[0], self.marker)
+        killed = time.clock_gettime(time.CLOCK_BOOTTIME)
+        os.kill(victim, signal.SIGKILL)  # its sentinel ends its workers
+        overlap, timeline = self.outlived(victims, epoch=1, count=4, since=killed)
+        p.communicate(timeout=BOUND)
+        out = self.outputs()
+        self.assertLessEqual(overlap, 0, f"node1's workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        rows = sorted(self.finished(1) + self.finished(2))
+        # The survivors finished the training in epoch 1 as a world of 4 on 2 nodes, node2 first.
+        self.assertEqual([(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows],
+                         [(1, 0, 4, 0, 2, NODES[1]), (1, 1, 4, 0, 2, NODES[1]),
+                          (1, 2, 4, 1, 2, NODES[2]), (1, 3, 4, 1, 2, NODES[2])], out)
+        self.assertTrue(all(r[7] == 80 and 3 <= r[6] < 80 for r in rows), out)
+        # The key epoch 0 wrote to node1's store was read in epoch 1 from node2's.
+        self.assertIn(f"epoch 1 job/origin: begun in epoch 0 on {NODES[0]}", self.read("1.out"), out)
+        self.assertIn("this node, its standby, serves the job on node2:", self.read("1.err"), out)
+        self.assertIn("turning to its standby at node2:", self.read("2.err"), out)
+        self.assertIn("node lost: it hosted the job's coordinator; its standby, node 1 (node2), took over with 2 "
+                      "node(s)", self.read("2.err"), out)
+        self.assertEqual(self.exits(), {0: 128 + signal.SIGKILL, 1: 0, 2: 0}, out)
+
+    def test_resize_node_0_cut_off_fences_itself_and_its_standby_goes_on(self):
+        # node1's link goes down: node2 and node3 turn to node2 after the heartbeat timeout and go on; node1
+        # no longer hears two of the standby's three nodes, the standby among them: it kills its workers and
+        # leaves (75) before the next epoch starts, so two coordinators never run the job.
+        self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
+        victims = self.workers_on(NODES[0])
+        self.assertEqual(len(victims), 2, self.outputs())
+        link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[0]}", "ip", "link", "set", "eth0"]
+        cut = time.clock_gettime(time.CLOCK_BOOTTIME)
+        subprocess.run(link + ["down"], check=True)
+        try:
+            overlap, timeline = self.outlived(victims, epoch=1, count=4, since=cut)
+            ended = wait_for(lambda: 0 in self.exits(), timeout=BOUND)
+            time.sleep(max(0.0, cut + 5 - time.clock_gettime(time.CLOCK_BOOTTIME)))
+        finally:
+            subprocess.run(link + ["up"], check=True)
+        done = wait_for(lambda: len(self.exits()) == 3, timeout=BOUND)
+        out = self.outputs()
+        self.assertTrue(ended and done, out)
+        self.assertLessEqual(overlap, 0, f"node1's workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        rows = sorted(self.finished(1) + self.finished(2))
+        self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
+        self.assertIn("fenced: this node hosts the job's coordinator but no longer hears", self.read("0.err"), out)
+        self.assertIn("took over with 2 node(s)", self.read("2.err"), out)
+        self.assertEqual(self.exits(), {0: 75, 1: 0, 2: 0}, out)
+
+    def test_resize_node_0_paused_is_taken_over_and_fenced_when_it_wakes(self):
+        p = self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
+        [distrun] = distrun_pids_on(NODES[0], self.marker)
+        victims = self.workers_on(NODES[0])
+        self.assertEqual(len(victims), 2, self.outputs())
+        others = [sentinel_of(distrun), *victims]
+        for pid in [distrun, *others]:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            went_on = wait_for(lambda: len(self.workers_of_epoch(1)) == 4, timeout=BOUND)
+        finally:
+            os.kill(distrun, signal.SIGCONT)
+            time.sleep(0.5)  # distrun first, so that it reads its news before its sentinel's timer runs
+            for pid in others:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        self.assertTrue(wait_for(lambda: 0 in self.exits(), timeout=BOUND), self.outputs())
+        self.assertFalse([pid for pid, started in victims.items() if alive(pid, started)], self.outputs())
+        _, err = p.communicate(timeout=BOUND)
+        out = self.outputs() + err
+        self.assertTrue(went_on, out)
+        self.assertIn("fenced: this node hosts the job's coordinator but no longer hears", self.read("0.err"), out)
+        self.assertEqual(self.exits(), {0: 75, 1: 0, 2: 0}, out)
+        rows = sorted(self.finished(1) + self.finished(2))
+        self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
+
+    def test_resize_node_0_and_its_standby_lost_together_end_the_job_naming_both(self):
+        p = self.start("--nnodes", "1:3")
+        victims = distrun_pids_on(NODES[0], self.marker) + distrun_pids_on(NODES[1], self.marker)
+        self.assertEqual(len(victims), 2, self.outputs())
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        _, err = p.communicate(timeout=BOUND)
+        out = self.outputs() + err
+        # node3 turns to node2, which is gone too: with nowhere left to turn, its job ends (its workers may
+        # have failed first, their peers gone: the loss is still what it names).
+        self.assertIn("the job stopped: lost the coordinator at node2:", self.read("2.err"), out)
+        self.assertIn("(its standby, after the coordinator at node1:", self.read("2.err"), out)
+        self.assertEqual(self.exits(), {0: 128 + signal.SIGKILL, 1: 128 + signal.SIGKILL, 2: 1}, out)
+        self.assertEqual(self.finished(2), [], out)
 
     def test_spares_take_the_seat_of_a_host_failing_its_node_check(self):
         check = 'test "$(hostname)" != node2'  # each lab host has its own UTS namespace
