@@ -5,6 +5,7 @@ surviving host. Run as root with the lab up:
 
     tests/cluster/lab.sh up
     bench/elastic_lab_bench.py --distrun build/release/distrun --trials 20 --torchrun-trials 3
+    bench/elastic_lab_bench.py --victim node1 --scenarios kill,link --trials 20   # node 0, the coordinator
     tests/cluster/lab.sh down
 
 Scenarios, each a fresh `srun -N3 --no-kill` job of one launcher per host and one worker per launcher:
@@ -17,6 +18,8 @@ Scenarios, each a fresh `srun -N3 --no-kill` job of one launcher per host and on
                 namespace), a gray failure: the outcome of each trial is whether the job went on without
                 node3, kept it, or ended (it must never end); 15 s after the link is good again the
                 survivors' distruns must still run and their workers step
+The victim is node3 unless --victim names another host: node1 hosts node 0, the job's coordinator, whose
+loss the epoch's standby (node2) survives by taking the job over.
 The time is from the loss (the kill, the link) to the latest of the survivors' workers of the next epoch
 starting (the first line of the worker, before it imports torch), both read from this machine's clock.
 """
@@ -35,7 +38,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 PYTHON = "/usr/bin/python3"
 NODES = ["node1", "node2", "node3"]
-VICTIM = "node3"
 
 # The worker: says when it started (epoch, host), then all-reduces until the file "stop" appears.
 WORKER = r"""
@@ -155,8 +157,9 @@ def wait_for(predicate, timeout, interval=0.01):
 class Trial:
     """One srun job of one launcher per lab host, one worker each."""
 
-    def __init__(self, lab, launcher, distrun):
+    def __init__(self, lab, launcher, distrun, victim):
         self.lab = lab
+        self.victim = victim
         self.marker_value = "eb-" + uuid.uuid4().hex[:12]
         self.marker = f"DISTRUN_BENCH_MARKER={self.marker_value}"
         self.dir = os.path.join(lab.dir, "jobs", self.marker_value)
@@ -185,7 +188,7 @@ class Trial:
         return wait_for(lambda: len(self.files("ready-0-")) == 3, timeout, 0.05)
 
     def victim_pids(self, only_distrun):
-        inode = self.lab.netns_inode(VICTIM)
+        inode = self.lab.netns_inode(self.victim)
         pids = [p for p in processes_with(self.marker) if in_netns(p, inode)]
         return [p for p in pids if comm(p) == "distrun"] if only_distrun else pids
 
@@ -202,7 +205,7 @@ class Trial:
             found = {}
             for name in self.files("start-"):
                 epoch, host, _ = name[len("start-"):].split("-", 2)
-                if epoch != "0" and host != VICTIM:
+                if epoch != "0" and host != self.victim:
                     with open(os.path.join(self.dir, name)) as f:
                         text = f.read()
                     if text:
@@ -233,33 +236,33 @@ class Trial:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_trial(lab, launcher, scenario, distrun, timeout, lossy=(30, 50)):
-    trial = Trial(lab, launcher, distrun)
+def run_trial(lab, launcher, scenario, distrun, timeout, lossy=(30, 50), victim="node3"):
+    trial = Trial(lab, launcher, distrun, victim)
     try:
         if not trial.wait_ready():
             print(f"  {launcher} {scenario}: the job did not start", file=sys.stderr)
             return None
         if scenario == "lossy":
-            lab.lossy(VICTIM, lossy[1])
+            lab.lossy(victim, lossy[1])
             try:
                 time.sleep(lossy[0])
             finally:
-                lab.lossy(VICTIM, 0)
+                lab.lossy(victim, 0)
             time.sleep(15)
-            survivors = [n for n in NODES if n != VICTIM]
+            survivors = [n for n in NODES if n != victim]
             if not all(trial.distrun_running_on(n) for n in survivors):
                 return "ended"
             epochs = trial.epochs_started()
-            if trial.distrun_running_on(VICTIM) and epochs == [0]:
+            if trial.distrun_running_on(victim) and epochs == [0]:
                 return "kept node3"
             return f"went on without node3 (epochs {epochs[0]}..{epochs[-1]})"
         if scenario == "link":
             since = time.time()
-            lab.link(VICTIM, "down")
+            lab.link(victim, "down")
             try:
                 return trial.recovery(since, timeout)
             finally:
-                lab.link(VICTIM, "up")
+                lab.link(victim, "up")
         pids = trial.victim_pids(only_distrun=scenario == "kill")
         since = time.time()
         for pid in pids:
@@ -289,6 +292,8 @@ def main():
     parser.add_argument("--scenarios", default="kill,link,crash", help="of kill, link, crash, lossy")
     parser.add_argument("--lossy-seconds", type=float, default=30)
     parser.add_argument("--lossy-percent", type=int, default=50)
+    parser.add_argument("--victim", default="node3", choices=NODES,
+                        help="the host lost (node1: node 0, the coordinator's host)")
     args = parser.parse_args()
     lab = Lab(args.lab)
     distrun = os.path.abspath(args.distrun)
@@ -298,19 +303,21 @@ def main():
         outcomes = []
         for i in range(args.trials):
             outcomes.append(run_trial(lab, "distrun", "lossy", distrun, args.timeout,
-                                      (args.lossy_seconds, args.lossy_percent)))
+                                      (args.lossy_seconds, args.lossy_percent), args.victim))
             print(f"  lossy trial {i + 1}: {outcomes[-1]}", flush=True)
         results["distrun-lossy"] = {"trials": len(outcomes), "ended": outcomes.count("ended"),
                                     "kept": outcomes.count("kept node3"), "each": outcomes}
         print(f"distrun-lossy: {json.dumps(results['distrun-lossy'])}", flush=True)
     for scenario in [s for s in ("kill", "link") if s in scenarios]:
-        times = [run_trial(lab, "distrun", scenario, distrun, args.timeout) for _ in range(args.trials)]
-        results[f"distrun-{scenario}"] = summary(times)
-        print(f"distrun-{scenario}: {json.dumps(results[f'distrun-{scenario}'])}", flush=True)
+        times = [run_trial(lab, "distrun", scenario, distrun, args.timeout, victim=args.victim)
+                 for _ in range(args.trials)]
+        results[f"distrun-{scenario}-{args.victim}"] = summary(times)
+        print(f"distrun-{scenario}-{args.victim}: {json.dumps(results[f'distrun-{scenario}-{args.victim}'])}",
+              flush=True)
     crash = {"distrun": [], "torchrun": []}
     for _ in range(args.torchrun_trials if "crash" in scenarios else 0):
         for launcher in ("distrun", "torchrun"):
-            crash[launcher].append(run_trial(lab, launcher, "crash", distrun, args.timeout))
+            crash[launcher].append(run_trial(lab, launcher, "crash", distrun, args.timeout, victim=args.victim))
     for launcher, times in crash.items() if "crash" in scenarios else []:
         results[f"host-crash-{launcher}"] = summary(times)
         print(f"host-crash {launcher}: {json.dumps(results[f'host-crash-{launcher}'])}", flush=True)

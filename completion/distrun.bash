@@ -10,7 +10,7 @@ _distrun_flags="-h --help --detect --dry-run --version -v --verbose"
 _distrun_value_options="--config --cluster-detection-method --coordinator-address --coordinator-port
   --num-processes --process-id --num-nodes --node-rank --local-device-ids --nproc-per-node --launch-mode
   --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --scale-up
-  --scale-up-notice --change-signal --join --node-check --node-check-timeout --format --log-level --grace-period
+  --scale-up-notice --change-signal --join --standby-port --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
   --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
   --cpu-bind --torch-store --munge --munge-socket"

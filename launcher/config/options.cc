@@ -228,15 +228,26 @@ const std::vector<OptionSpec> kTable = {
        if (sig.size() != 1) Bad(where, v, "name one signal, e.g. USR1, or none");
        o.change_signal = sig.front();
      }},
-    {"join", "HOST:PORT",
+    {"join", "HOST:PORT[,HOST:PORT...]",
      "arrive at a running elastic job whose coordinator listens on HOST:PORT, as a new node (a repaired or "
-     "replacement host); needs the job's --nnodes, --run-id and token",
+     "replacement host); several addresses (node 0's, then its standbys' --standby-port) are tried in turn, "
+     "so that an arrival finds the job after node 0's loss; needs the job's --nnodes, --run-id and token",
      nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
-       HostPort hp = ParseHostPort(where, v);
-       if (hp.host.empty() || !hp.port) Bad(where, v, "give the job's coordinator as HOST:PORT");
+       size_t begin = 0;
+       while (begin <= v.size()) {
+         size_t end = std::min(v.find(',', begin), v.size());
+         HostPort hp = ParseHostPort(where, v.substr(begin, end - begin));
+         if (hp.host.empty() || !hp.port) Bad(where, v, "give the job's coordinator as HOST:PORT");
+         begin = end + 1;
+       }
        o.join = v;
      }},
+    {"standby-port", "PORT",
+     "elastic jobs: the port on which each node but node 0 would serve the job as its standby coordinator "
+     "after node 0's loss, for --join arrivals to name (default: one the OS picks)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) { o.standby_port = ParsePort(where, v); }},
     {"node-check", "CMD",
      "a health check (sh -c CMD) run before this node joins the job and before every later epoch; a non-zero "
      "exit makes the node leave the job (with --nnodes the job goes on without it)",
@@ -505,11 +516,13 @@ Options ResolveOptions(const RawValues& flags,
           "--join needs the job's run id: give the same --run-id as the job's other distrun "
           "processes (a late node cannot guess it)");
     }
-    if (options.topology.coordinator_address && *options.topology.coordinator_address != *options.join) {
+    // The first address is the coordinator as detection knows it; the agent tries them all.
+    const std::string first = options.join->substr(0, options.join->find(','));
+    if (options.topology.coordinator_address && *options.topology.coordinator_address != first) {
       throw UsageError("--join " + *options.join + " and --coordinator-address " +
                        *options.topology.coordinator_address + " disagree; give only --join");
     }
-    options.topology.coordinator_address = *options.join;
+    options.topology.coordinator_address = first;
   }
   if (options.elastic) {
     options.elastic->policy = options.elastic_policy;

@@ -42,8 +42,12 @@ struct Options {
   ScaleUp scale_up = ScaleUp::kNextRestart;               // likewise
   double scale_up_notice_s = 0;      // scale-up now: from the change notice to the next epoch
   std::optional<int> change_signal;  // sent to the workers when a change of the world is coming
-  // --join HOST:PORT: this distrun arrives at a running elastic job whose coordinator is there.
+  // --join HOST:PORT[,HOST:PORT...]: this distrun arrives at a running elastic job whose coordinator is
+  // there (or at one of these: node 0's and its standbys' addresses, tried in turn).
   std::optional<std::string> join;
+  // Elastic jobs: the port a node's distrun reserves to serve the job as its standby (DESIGN §4.5); unset:
+  // one the OS picks.
+  std::optional<int> standby_port;
   std::optional<std::string> node_check;  // sh -c command run before each epoch; failing, the node leaves
   double node_check_timeout_s = 60;
   DetectFormat format = DetectFormat::kText;

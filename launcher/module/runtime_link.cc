@@ -129,10 +129,11 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
                                                ? std::filesystem::path(*options.log_dir)
                                                : std::filesystem::path(env.GetOr("TMPDIR", "/tmp"));
   if (node_rank_ == 0) StartService(plan, options, stacks_dir);
-  if (options.join) log_->info("arriving at the running job at {}", worker_address_);
+  if (options.join) log_->info("arriving at the running job at {}", *options.join);
 
   AgentConfig config;
-  config.coordinator_address = worker_address_;
+  // An arrival may know several addresses (node 0's, the standbys'): its agent tries them in turn.
+  config.coordinator_address = options.join ? *options.join : worker_address_;
   // Node 0's agent reaches the service in its own process without a socket; the others connect.
   if (service_) config.in_process_service = service_.get();
   // Node 0's agent calls the service in-process with the workers' token; the others say the agents' in their
@@ -154,7 +155,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
     config.join.proposed_jax_port = plan.assignment.jax_port.value_or(0);
   }
   join_run_id_ = config.join.run_id;
-  if (node_rank_ != 0) config.credential = CredentialFor(worker_address_);
+  if (node_rank_ != 0) config.credential = Credential();
   if (options.elastic && node_rank_ != 0) {
     // Every node but node 0 may be an epoch's standby, and turns to the standby when node 0 is lost.
     config.join.standby_address = PrepareStandby(plan, options, stacks_dir, config.join.host);
@@ -269,7 +270,8 @@ std::string RuntimeLink::PrepareStandby(const Plan& plan, const Options& options
   const bool wildcard = bind.host == "0.0.0.0" || bind.host == "::";
   const std::string reachable = gc.loopback_only || !wildcard ? bind.host : host;
   try {
-    standby_port_ = std::make_shared<ListeningSocket>(ListeningSocket::Open(bind.host, 0));
+    standby_port_ = std::make_shared<ListeningSocket>(
+        ListeningSocket::Reserve(bind.host, options.standby_port.value_or(0)));
   } catch (const std::exception& e) {
     log_->warn(
         "this node cannot be the job's standby coordinator ({}): were it the standby when node 0 is "
@@ -288,15 +290,16 @@ std::string RuntimeLink::PrepareStandby(const Plan& plan, const Options& options
   return standby_address_;
 }
 
-std::function<std::string()> RuntimeLink::CredentialFor(const std::string& address) const {
+std::function<std::string(int port)> RuntimeLink::Credential() const {
   if (protection_.kind != JobProtection::Kind::kMunge) return nullptr;
   AgentIdentity identity;
-  identity.port = ParseHostPort("coordinator address", address).port.value_or(0);
   identity.node_rank = node_rank_;
   identity.run_id = join_run_id_;
-  return [munge = protection_.munge, payload = AgentIdentityPayload(identity), log = log_] {
+  return [munge = protection_.munge, identity, log = log_](int port) {
+    AgentIdentity made = identity;
+    made.port = port;
     std::string why;
-    std::optional<std::string> credential = munge->Encode(payload, &why);
+    std::optional<std::string> credential = munge->Encode(AgentIdentityPayload(made), &why);
     if (!credential) log->error("this node cannot prove its user to the job's coordinator: {}", why);
     return credential.value_or("");
   };
@@ -310,7 +313,7 @@ std::optional<FailoverTarget> RuntimeLink::TurnToStandby(const std::string& why)
     log_->warn("lost the job's coordinator at {} ({}); turning to its standby at {}", worker_address_, why,
                address);
     worker_address_ = address;
-    return FailoverTarget{address, nullptr, CredentialFor(address)};
+    return FailoverTarget{address, nullptr, Credential()};
   }
   std::optional<ServiceSnapshot> copy = agent_->StandbyCopy();
   if (!copy) {
@@ -410,8 +413,9 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
     throw JobLinkError("rendezvous failed: " + s.message, fenced ? kFencedExitCode : 1);
   }
   if (node_rank_ == kArrivingNode) {
-    std::lock_guard lock(mu_);  // the failover's credential names it
-    node_rank_ = na.agent;      // what its failure reports name from now on
+    std::lock_guard lock(mu_);                        // the failover's credential names it
+    node_rank_ = na.agent;                            // what its failure reports name from now on
+    worker_address_ = agent_->coordinator_address();  // of several, the one that admitted it
     log_->info("admitted as node {}", node_rank_);
   }
   JobAssignment a = provisional;

@@ -69,7 +69,8 @@ class RuntimeLink final : public JobLink {
   // The agent's hook when the coordinator is lost (on the agent's thread): this node's own rebuilt
   // service when it is the epoch's standby, the standby's address otherwise; nullopt where there is none.
   std::optional<FailoverTarget> TurnToStandby(const std::string& why);
-  std::function<std::string()> CredentialFor(const std::string& address) const;
+  // A munge credential maker for the coordinator's port (none without munge): this node's identity.
+  std::function<std::string(int port)> Credential() const;
   // --join: throws UsageError where an arrival cannot work (per-task mode, no token of the job's).
   void CheckArrival(const Plan& plan, const JobToken& token) const;
 

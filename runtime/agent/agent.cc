@@ -81,8 +81,9 @@ std::shared_ptr<AgentStream> Agent::Stream() const {
 }
 
 std::string Agent::coordinator_address() const {
+  std::string connected = Stream()->connected_address();
   std::lock_guard lock(mu_);
-  return coordinator_address_;
+  return connected.empty() ? coordinator_address_ : connected;
 }
 
 Agent::~Agent() {

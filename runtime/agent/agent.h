@@ -28,7 +28,7 @@ struct FailoverTarget {
   // This node is the standby: its own service, rebuilt from its copy of the job, in this process.
   CoordinationService* in_process_service = nullptr;
   // Remote standbys: a fresh munge credential for each hello, made for the standby's port.
-  std::function<std::string()> credential;
+  std::function<std::string(int port)> credential;
 };
 
 struct AgentConfig {
@@ -37,7 +37,7 @@ struct AgentConfig {
   CoordinationService* in_process_service = nullptr;
   std::string token;
   // Remote agents: a fresh munge credential for each hello (AgentChannelOptions::credential).
-  std::function<std::string()> credential;
+  std::function<std::string(int port)> credential;
   NodeJoin join;  // this node; restart_round is filled in by the agent
   std::chrono::milliseconds initialization_timeout{300'000};
   std::chrono::milliseconds heartbeat_interval{1'000};
@@ -99,7 +99,8 @@ class Agent {
   // What this node holds of the job as the epoch's standby (DESIGN §4.5): the coordinator's updates, as
   // far as they were applied; unset while it never was the standby.
   std::optional<ServiceSnapshot> StandbyCopy() const;
-  // The coordinator's address now: the configured one, or the standby's after a failover.
+  // The coordinator's address now: the configured one (of several: the one that answered), or the
+  // standby's after a failover.
   std::string coordinator_address() const;
 
  private:

@@ -28,7 +28,20 @@ int BoundPort(int fd) {
 
 }  // namespace
 
-ListeningSocket ListeningSocket::Open(const std::string& host, int port) {
+ListeningSocket ListeningSocket::Open(const std::string& host, int port) { return Bind(host, port, true); }
+
+ListeningSocket ListeningSocket::Reserve(const std::string& host, int port) {
+  return Bind(host, port, false);
+}
+
+void ListeningSocket::Listen() {
+  if (::listen(fd_, kListenBacklog) != 0) {
+    throw std::runtime_error("the runtime cannot listen on port " + std::to_string(port_) + ": " +
+                             std::strerror(errno));
+  }
+}
+
+ListeningSocket ListeningSocket::Bind(const std::string& host, int port, bool listen) {
   const std::string address =
       (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
   addrinfo hints{};
@@ -48,9 +61,13 @@ ListeningSocket ListeningSocket::Open(const std::string& host, int port) {
       why = std::strerror(errno);
       continue;
     }
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
+    // SO_REUSEADDR rebinds a port whose last connections linger (TIME_WAIT), but lets another socket bind
+    // one that is not listening yet: a reserved port goes without, so that it stays this one's.
+    if (listen) {
+      int one = 1;
+      ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    }
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || (listen && ::listen(fd, kListenBacklog) != 0)) {
       why = std::strerror(errno);
       ::close(fd);
       continue;

@@ -1,7 +1,8 @@
 #pragma once
-// A TCP socket bound and listening, owned until handed to a server. Node 0's port is one; so is an elastic
-// job's standby port, bound when its distrun starts (so that the address it reports holds) and served only
-// if that distrun takes the job over (DESIGN §4.5).
+// A TCP socket bound (and listening), owned until handed to a server. Node 0's port is one; so is an
+// elastic job's standby port, bound when its distrun starts (so that the address it reports holds) but
+// listening only once that distrun takes the job over (DESIGN §4.5): until then a connection to it is
+// refused, and whoever tries a list of addresses goes on to the next.
 
 #include <string>
 
@@ -13,6 +14,10 @@ class ListeningSocket {
   // Binds the first address `host` resolves to that can be bound, on `port` (0: the OS picks one), and
   // listens; non-blocking, close-on-exec. Throws std::runtime_error naming the address when it cannot.
   static ListeningSocket Open(const std::string& host, int port);
+  // Binds as Open does, without listening yet (Listen).
+  static ListeningSocket Reserve(const std::string& host, int port);
+  // Listens (again: a socket that listens already keeps its queue). Throws std::runtime_error.
+  void Listen();
   ~ListeningSocket();
   ListeningSocket(ListeningSocket&& other) noexcept;
   ListeningSocket& operator=(ListeningSocket&& other) noexcept;
@@ -26,6 +31,8 @@ class ListeningSocket {
   int Release();
 
  private:
+  static ListeningSocket Bind(const std::string& host, int port, bool listen);
+
   int fd_ = -1;
   int port_ = 0;
 };

@@ -46,6 +46,15 @@ TEST(ListeningSocket, ReleaseHandsTheDescriptorOver) {
   ::close(fd);
 }
 
+TEST(ListeningSocket, AReservedPortRefusesConnectionsUntilItListens) {
+  ListeningSocket s = ListeningSocket::Reserve("127.0.0.1", 0);
+  ASSERT_GT(s.port(), 0);
+  EXPECT_FALSE(Connects(s.port()));
+  EXPECT_THROW(ListeningSocket::Open("127.0.0.1", s.port()), std::runtime_error);  // held all the same
+  s.Listen();
+  EXPECT_TRUE(Connects(s.port()));
+}
+
 TEST(ListeningSocket, APortInUseIsAnErrorNamingTheAddress) {
   ListeningSocket s = ListeningSocket::Open("127.0.0.1", 0);
   try {

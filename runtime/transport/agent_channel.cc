@@ -76,7 +76,7 @@ void AgentChannel::Run() {
     if (fd >= 0) {
       v1::AgentFrame hello;
       hello.mutable_hello()->set_token(options_.token);
-      if (options_.credential) hello.mutable_hello()->set_munge_credential(options_.credential());
+      if (options_.credential) hello.mutable_hello()->set_munge_credential(options_.credential(port_));
       v1::AgentFrame first;
       first.mutable_liveness()->set_node_rank(options_.node_rank);
       if (options_.first_join) ToProto(*options_.first_join, first.mutable_liveness()->mutable_join());
@@ -133,11 +133,39 @@ void AgentChannel::Run() {
 // A connected, blocking socket; -1 (refused, unreachable: try again soon) or -2 (the name does not resolve:
 // try again later) with `why`.
 int AgentChannel::ConnectOnce(std::string* why) {
+  int result = -2;
+  size_t begin = 0;
+  while (begin <= options_.address.size()) {
+    size_t end = options_.address.find(',', begin);
+    if (end == std::string::npos) end = options_.address.size();
+    const std::string address = options_.address.substr(begin, end - begin);
+    begin = end + 1;
+    int port = 0;
+    int fd = ConnectTo(address, why, &port);
+    if (fd >= 0) {
+      std::lock_guard lock(mu_);
+      connected_ = address;
+      port_ = port;
+      return fd;
+    }
+    if (fd == -1) result = -1;  // an address that can be tried again soon
+    if (options_.address.find(',') != std::string::npos) *why = address + ": " + *why;
+  }
+  return result;
+}
+
+std::string AgentChannel::connected_address() const {
+  std::lock_guard lock(mu_);
+  return connected_;
+}
+
+int AgentChannel::ConnectTo(const std::string& address, std::string* why, int* port_out) {
   std::string host, port;
   try {
-    auto [h, p] = SplitHostPort(options_.address, "coordinator address");
+    auto [h, p] = SplitHostPort(address, "coordinator address");
     host = h;
     port = std::to_string(p);
+    *port_out = p;
   } catch (const UsageError& e) {
     *why = e.what();
     return -2;

@@ -21,10 +21,13 @@
 namespace distrun {
 
 struct AgentChannelOptions {
-  std::string address;  // the coordinator, host:port or [v6]:port
+  // The coordinator, host:port or [v6]:port; or several, comma-separated, tried in that order on each
+  // attempt (an arrival that knows node 0's address and the standbys'): the first that accepts is it.
+  std::string address;
   std::string token;
-  // A munge credential for each connection's hello (each can be used once); null or empty: none.
-  std::function<std::string()> credential;
+  // A munge credential for each connection's hello (each can be used once), made for the coordinator's
+  // port; null or empty: none.
+  std::function<std::string(int port)> credential;
   int node_rank = 0;
   std::optional<NodeJoin> first_join;  // joins with the first message
   size_t max_message_bytes = 4 << 20;
@@ -47,6 +50,8 @@ class AgentChannel final : public AgentStream {
   bool SendStacks(const StacksReply& reply) override;
   bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) override;
   void Close() override;
+  // The address of options.address it connected to; empty before.
+  std::string connected_address() const override;
 
   // Blocks until the coordinator answers, the channel ends or the call timeout.
   Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) override;
@@ -59,7 +64,9 @@ class AgentChannel final : public AgentStream {
   };
 
   void Run();
+  // Tries each address in turn; sets connected_ and port_ to the one that accepted.
   int ConnectOnce(std::string* why);
+  int ConnectTo(const std::string& address, std::string* why, int* port);
   bool WaitBeforeRetry(std::chrono::milliseconds delay);
   Status ReadFrames(int fd);
   // Frames a message: skippable ones (heartbeats) are dropped while a write is in progress or before the
@@ -73,7 +80,9 @@ class AgentChannel final : public AgentStream {
   int wake_fd_ = -1;  // interrupts a connect or a wait before retrying
 
   std::mutex write_mu_;  // one writer at a time, and the connection is not closed under one
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::string connected_;  // under mu_
+  int port_ = 0;           // the reader thread's: the connected address's port
   std::condition_variable cv_;
   int fd_ = -1;          // once connected
   std::string pending_;  // frames sent before the connection existed

@@ -63,6 +63,8 @@ class AgentStream : public LivenessStream {
  public:
   // As the ReportFailure call: blocks until the coordinator answers (or the stream ends, or a timeout).
   virtual Status ReportFailure(int restart_round, const FailedWorker& failure, bool* root_cause) = 0;
+  // The coordinator's address this stream reached, where it was given several; empty: the one it was given.
+  virtual std::string connected_address() const { return {}; }
 };
 
 class GrpcClient {

@@ -81,6 +81,7 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
     // other connection is handed to gRPC, which listens on no port of its own.
     ListeningSocket listening = config_.listen && config_.listen->valid() ? std::move(*config_.listen)
                                                                           : ListeningSocket::Open(host, port);
+    listening.Listen();  // a reserved port (a standby's) starts to listen only now
     port_ = listening.port();
     int listen_fd = listening.Release();
     AgentChannelConfig channel;

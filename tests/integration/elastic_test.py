@@ -10,7 +10,7 @@ import unittest
 from launch_helpers import processes_with, sentinel_of, wait_for
 
 from distrun_harness import DISTRUN, detect_json, run
-from multi_node import MultiNodeCase
+from multi_node import MultiNodeCase, free_port
 
 # Each worker logs its epoch's view of the world, waits in epoch 0 until the test acts, and ends in the next.
 def environ_has(pid, entry):
@@ -149,6 +149,23 @@ class Elastic(MultiNodeCase):
         for code, out, err in results:
             self.assertIn("its standby, node 1 (", err)
             self.assertIn("took over with 2 node(s)", err)
+        self.finish(nodes[:1])
+
+    def test_under_spares_a_spare_takes_node_0s_seat_when_the_standby_takes_over(self):
+        nodes = self.start_nodes([1, 1, 1, 1], WORKER, "--nnodes", "3:4", "--elastic-policy", "spares")
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[0].kill()
+        results = self.finish(nodes[1:])
+        self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
+        self.assertEqual(self.log(), [
+            "epoch 0 node 0 group 0/3 rank 0/3",
+            "epoch 0 node 1 group 1/3 rank 1/3",
+            "epoch 0 node 2 group 2/3 rank 2/3",
+            "epoch 1 node 1 group 1/3 rank 1/3",
+            "epoch 1 node 2 group 2/3 rank 2/3",
+            "epoch 1 node 3 group 0/3 rank 0/3",  # the spare, in node 0's seat and ranks
+        ])
+        self.assertIn("its standby, node 1 (", results[0][2])
         self.finish(nodes[:1])
 
     def test_node_0_paused_is_taken_over_and_fences_itself_when_it_wakes(self):
@@ -410,6 +427,28 @@ class Arrivals(MultiNodeCase):
         self.assertIn("arrived and the world grows (--scale-up now); the job restarts with it in epoch 1",
                       results[1][2])
         self.assertNotIn("restarting all workers", results[0][2])  # no restart of --max-restarts
+
+    def test_an_arrival_that_lists_the_standbys_finds_the_job_after_node_0s_loss(self):
+        # Node 0 is lost and node 1 takes the job over on its --standby-port; an arrival that lists node 0's
+        # address and the standbys' is refused by node 0's (gone) and admitted by node 1's.
+        standby = {1: free_port(), 2: free_port()}
+        common = ["--nnodes", "2:3", "--scale-up", "now", *self.RUN]
+        nodes = self.start_nodes([1, 1, 1], WORKER, *common, env={"HOLD": "1", **self.TOKEN},
+                                 per_node_extra={n: ["--standby-port", str(p)] for n, p in standby.items()})
+        self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
+        nodes[0].kill()
+        self.wait_for_files("up-1-1", "up-2-1")
+        join = ",".join(f"127.0.0.1:{p}" for p in (self.port, standby[1], standby[2]))
+        late = self.popen(["--join", join, *common, "--nproc-per-node", "1", "--grace-period", "5", "--",
+                           "sh", "-c", WORKER], env=self.env(OUT=self.dir, NODE="3", HOLD="1", **self.TOKEN))
+        self.wait_for_files("up-1-2", "up-2-2", "up-3-2")  # the world grew with it
+        with open(self.path("go"), "w"):
+            pass
+        results = self.finish(nodes[1:] + [late])
+        self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
+        self.assertIn("admitted as node 3", results[2][2])
+        self.assertIn("epoch 2 node 3 group 2/3 rank 2/3", self.log())
+        self.finish(nodes[:1])
 
     def test_a_job_at_its_maximum_refuses_an_arrival_and_goes_on(self):
         script = 'echo up > $OUT/up-$NODE; while [ ! -e $OUT/go ]; do sleep 0.05; done'
