@@ -15,13 +15,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
+#include "runtime/agent/agent.h"
+#include "runtime/distrun.pb.h"
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_server.h"
+#include "runtime/transport/proto_convert.h"
 
 extern char** environ;
 
@@ -95,6 +100,10 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
                                    options.torch_store ? "1" : "0",
                                    "--torch-store-threads",
                                    std::to_string(options.torch_store_threads)};
+  if (!options.resume_file.empty()) {
+    argv.insert(argv.end(),
+                {"--resume", options.resume_file, "--host-agent", std::to_string(options.host_agent)});
+  }
   // A wrapper for diagnosis (valgrind --tool=massif, ...): it must run the coordinator in its own pid.
   if (const char* wrap = std::getenv("DISTRUN_BENCH_COORDINATOR_WRAPPER")) {
     std::istringstream words(wrap);
@@ -150,6 +159,21 @@ int CoordinatorMain(const Flags& flags) {
   if (const int min_nodes = static_cast<int>(flags.Int("min-nodes", 0)); min_nodes > 0) {
     sc.elastic = ElasticRange{min_nodes, sc.num_nodes, ElasticPolicy::kResize};
   }
+  if (const std::string file = flags.Get("resume", ""); !file.empty()) {
+    // A standby's service: the job as its copy holds it; it elects itself as the agents turn to it.
+    std::ifstream in(file, std::ios::binary);
+    v1::ServiceSnapshot wire;
+    if (!wire.ParseFromIstream(&in)) {
+      std::fprintf(stderr, "coordinator: cannot read a snapshot from %s\n", file.c_str());
+      return 1;
+    }
+    ServiceSnapshot copy = FromProto(wire);
+    sc.num_nodes = copy.num_nodes;
+    sc.run_id = copy.run_id;
+    sc.elastic = copy.membership.range;
+    sc.host_agent = static_cast<int>(flags.Int("host-agent", 1));
+    sc.resume = std::move(copy);
+  }
   auto service = std::make_unique<CoordinationService>(sc);
   GrpcServerConfig gc;
   gc.address = "127.0.0.1:0";
@@ -159,6 +183,29 @@ int CoordinatorMain(const Flags& flags) {
   gc.torch_store_threads = static_cast<size_t>(flags.Int("torch-store-threads", 0));
   gc.log = std::make_shared<spdlog::logger>("coordinator", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto server = std::make_unique<GrpcServer>(*service, gc);
+  // The standby's own agent, in process, joins each epoch the takeover begins, as its distrun does.
+  std::unique_ptr<Agent> host;
+  std::thread host_joins;
+  if (sc.resume) {
+    AgentConfig ac;
+    ac.in_process_service = service.get();
+    ac.coordinator_address = "127.0.0.1:" + std::to_string(server->port());
+    ac.join.node_rank = sc.host_agent;
+    ac.join.num_nodes = sc.num_nodes;
+    ac.join.host = "standby";
+    ac.join.local_workers = 1;
+    ac.join.run_id = sc.run_id;
+    ac.heartbeat_timeout = sc.heartbeat_timeout;
+    ac.heartbeat_interval = HeartbeatInterval(sc.heartbeat_timeout, sc.num_nodes);
+    host = std::make_unique<Agent>(ac);
+    host_joins = std::thread([agent = host.get()] {
+      while (std::optional<JobEvent> e = agent->WaitForEvent(std::chrono::hours(1))) {
+        if (e->kind != JobEvent::Kind::kRestart) break;
+        NodeAssignment a;
+        if (!agent->Join(e->restart_round, &a).ok()) break;
+      }
+    });
+  }
   std::printf("port %d\n", server->port());
   std::fflush(stdout);
   // "heap": how much of the heap is in use, apart from what malloc holds free (RSS counts both).
@@ -170,6 +217,8 @@ int CoordinatorMain(const Flags& flags) {
     }
   }
   double start = MonotonicSeconds();
+  host.reset();  // its stream ends: the thread's wait returns
+  if (host_joins.joinable()) host_joins.join();
   server.reset();
   service.reset();
   std::printf("shutdown_s %.6f\n", MonotonicSeconds() - start);

@@ -22,6 +22,10 @@ struct CoordinatorOptions {
   int min_nodes = 0;                   // > 0: an elastic job (--nnodes min_nodes:nodes, resize)
   bool torch_store = false;            // serve PyTorch's TCPStore protocol on the port too
   int torch_store_threads = 0;         // its loops; 0: the default for the machine
+  // Set: a standby's service, rebuilt from this file (a serialized v1::ServiceSnapshot) for agent
+  // host_agent, whose own agent runs in the child too (in process, as the standby's distrun's does).
+  std::string resume_file;
+  int host_agent = 1;
 };
 
 // malloc's view of the coordinator's heap (mallinfo2), bytes.
@@ -57,7 +61,8 @@ class CoordinatorProcess {
   bool stopped_ = false;
 };
 
-// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M] [--torch-store 0|1]`:
+// `distrun-bench coordinator --nodes N [--heartbeat-timeout-ms MS] [--min-nodes M] [--torch-store 0|1]
+// [--resume FILE --host-agent A]`:
 // serves on 127.0.0.1:0 (with --torch-store 1 PyTorch's TCPStore protocol too, as GrpcServerConfig's
 // torch_store), prints "port P", serves until stdin closes, then prints "shutdown_s S".
 int CoordinatorMain(const Flags& flags);

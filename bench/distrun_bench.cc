@@ -17,6 +17,8 @@
 //                             0|1] [--torch-python PATH] [--torch-libuv -|0|1|0,1] [--store-threads N]
 //   distrun-bench python-site [--python PATH] [--runs N]
 //   distrun-bench standby [--sets N]   (what write-through to the standby adds to a key-value set)
+//   distrun-bench takeover [--agents N[,N...]] [--trials K] [--threads T] [--job-keys K]
+//                          (node 0 lost: the standby's service from its copy to every survivor's next epoch)
 //   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N]   (the hot path's
 //   ratios, ~1 min)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
@@ -46,13 +48,14 @@ int StackMergeBench(const Flags& flags);
 int TorchStoreBench(const Flags& flags);
 int PythonSiteBench(const Flags& flags);
 int StandbyBench(const Flags& flags);
+int TakeoverBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge|"
-    "torch-store|python-site|standby|guard "
+    "torch-store|python-site|standby|takeover|guard "
     "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
@@ -77,8 +80,9 @@ int Dispatch(const std::string& which, int argc, char** argv) {
                                                   "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
   }
   if (which == "coordinator") {
-    return distrun::bench::CoordinatorMain(Flags(
-        argc, argv, 2, {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store", "torch-store-threads"}));
+    return distrun::bench::CoordinatorMain(Flags(argc, argv, 2,
+                                                 {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store",
+                                                  "torch-store-threads", "resume", "host-agent"}));
   }
   if (which == "elastic") {
     return distrun::bench::ElasticBench(
@@ -98,6 +102,9 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   if (which == "python-site")
     return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
   if (which == "standby") return distrun::bench::StandbyBench(Flags(argc, argv, 2, {"sets"}));
+  if (which == "takeover") {
+    return distrun::bench::TakeoverBench(Flags(argc, argv, 2, {"agents", "trials", "threads", "job-keys"}));
+  }
   if (which == "kv") return distrun::bench::KvBench(Flags(argc, argv, 2, {"clients", "seconds", "perf"}));
   if (which == "kv-client") {
     return distrun::bench::KvClientMain(Flags(argc, argv, 2, {"address", "id", "seconds", "start-ns"}));

@@ -68,7 +68,7 @@ class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connect
       conn.first_rank = first_rank + static_cast<int>(from);
       conn.agents = std::span<SimAgent>(agents_).subspan(from, std::min<size_t>(per, agents_.size() - from));
     }
-    join_.set_num_nodes(shared_.options.agents);
+    join_.set_num_nodes(shared_.options.job_nodes > 0 ? shared_.options.job_nodes : shared_.options.agents);
     join_.set_local_workers(1);
     for (int d = 0; d < 8; ++d) join_.add_device_tokens(std::to_string(d));
     join_.set_run_id("bench");
@@ -117,8 +117,10 @@ class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connect
       frame_.Clear();
       auto* liveness = frame_.mutable_liveness();
       liveness->set_node_rank(a.rank);
-      *liveness->mutable_join() = join_;
-      liveness->mutable_join()->set_node_rank(a.rank);
+      if (shared_.options.join_first) {
+        *liveness->mutable_join() = join_;
+        liveness->mutable_join()->set_node_rank(a.rank);
+      }
       AppendFrame(frame_, &c.out);
       a.heartbeat_slot = slot_;
     }
@@ -282,7 +284,7 @@ FramedAgents::FramedAgents(const SimAgentsOptions& options) : SimAgents(options)
   for (int t = 0; t < threads; ++t) {
     const int first = std::min(options.agents, connections_ * t / threads * options.per_connection);
     const int next = std::min(options.agents, connections_ * (t + 1) / threads * options.per_connection);
-    loops_.push_back(std::make_unique<Loop>(*shared_, first, next - first));
+    loops_.push_back(std::make_unique<Loop>(*shared_, options.first_rank + first, next - first));
   }
 }
 

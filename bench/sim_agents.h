@@ -56,6 +56,11 @@ struct SimAgentsOptions {
   int threads = 2;          // epoll loops; a connection and its agents belong to one
   int heartbeat_ms = 1000;  // 0: none
   bool rejoin = false;      // answer a restart event by joining its round, as distrun's agents do
+  int first_rank = 0;       // the agents are node ranks first_rank .. first_rank + agents - 1
+  int job_nodes = 0;        // the nodes their joins say the job started; 0: agents
+  // The first liveness message joins round 0 (a job's start); false: it only attaches, as an agent that
+  // turned to the standby after node 0's loss does, and joins when a restart names the round.
+  bool join_first = true;
 };
 
 // Each heartbeat interval is cut into this many slots so that heartbeats spread as in real life.

@@ -146,6 +146,9 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     const bool arrived = join.node_rank >= config_.num_nodes && join.node_rank < Agents();
     if (shut_down_) {
       fail(StatusCode::kUnavailable, "the coordination service is shutting down");
+    } else if (election_) {
+      // A standby before its decision holds no epoch to join: the takeover's restart names the next one.
+      fail(StatusCode::kUnavailable, who + " joined the job's standby before it took the job over");
     } else if (join.arriving && !arrived) {
       fail(StatusCode::kInvalidArgument, who + " says it arrived, but the coordinator did not admit it");
     } else if (!arrived && join.num_nodes != config_.num_nodes) {

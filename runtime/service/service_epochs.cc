@@ -177,6 +177,9 @@ Status CoordinationService::Admit(const NodeJoin& join, int* agent) {
     const std::string who = "a node arriving from host '" + join.host + "'";
     if (shut_down_) {
       status = {StatusCode::kUnavailable, "the coordination service is shutting down"};
+    } else if (election_) {
+      status = {StatusCode::kUnavailable,
+                who + " was refused: the job's standby is taking the job over; try again in a moment"};
     } else if (!config_.elastic) {
       status = {StatusCode::kFailedPrecondition,
                 who +

@@ -222,7 +222,8 @@ TEST_F(StandbyTest, TheAgentsThatAttachElectTheStandbyAndItTakesOverByItself) {
   auto node0 = Node0WithALostNode({2, 4, ElasticPolicy::kResize});
   auto standby = Standby(node0->Snapshot(), 1);
   EXPECT_TRUE(standby->Electing());
-  Stream s1 = Attach(*standby, 1);  // its own agent
+  Stream s1 = Attach(*standby, 1);                                          // its own agent
+  EXPECT_EQ(Join(*standby, 1, 1)->status->code, StatusCode::kUnavailable);  // no epoch to join yet
   standby->Tick();
   EXPECT_TRUE(standby->Electing());  // node 2 may still come, within the heartbeat timeout
   EXPECT_EQ(standby->CurrentRound(), 1);

@@ -28,6 +28,20 @@ std::optional<int> ChooseStandby(const Membership& m, int host_agent,
 
 Takeover::Takeover(TakeoverConfig config, std::chrono::steady_clock::time_point start)
     : config_(std::move(config)), deadline_(start + config_.window) {
+  int size = 0;
+  for (const std::vector<int>* group : {&config_.members, &config_.spares}) {
+    for (int n : *group) {
+      if (n < 0)
+        throw std::invalid_argument("node " + std::to_string(n) + " of the last epoch is not a node");
+      size = std::max(size, n + 1);
+    }
+  }
+  role_.assign(static_cast<size_t>(size), Role::kNone);
+  reached_.assign(role_.size(), 0);
+  lost_.assign(role_.size(), 0);
+  for (int n : config_.spares) role_[static_cast<size_t>(n)] = Role::kSpare;
+  for (int n : config_.members) role_[static_cast<size_t>(n)] = Role::kMember;
+  for (Role r : role_) spares_ += r == Role::kSpare;
   if (!IsMember(config_.lost_coordinator)) {
     throw std::invalid_argument("the lost coordinator (node " + std::to_string(config_.lost_coordinator) +
                                 ") is not a member of the last epoch");
@@ -36,46 +50,52 @@ Takeover::Takeover(TakeoverConfig config, std::chrono::steady_clock::time_point 
     throw std::invalid_argument("the standby (node " + std::to_string(config_.standby) +
                                 ") must be a member of the last epoch other than the lost coordinator");
   }
-  reached_.push_back(config_.standby);
+  for (Role r : role_) voting_members_ += r == Role::kMember;
+  --voting_members_;  // the lost coordinator never votes
+  Reached(config_.standby);
 }
 
-bool Takeover::Has(const std::vector<int>& nodes, int node) const {
-  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+Takeover::Role Takeover::RoleOf(int node) const {
+  return node >= 0 && static_cast<size_t>(node) < role_.size() ? role_[static_cast<size_t>(node)]
+                                                               : Role::kNone;
 }
 
-bool Takeover::IsMember(int node) const { return Has(config_.members, node); }
+bool Takeover::IsReached(int node) const {
+  return RoleOf(node) != Role::kNone && reached_[static_cast<size_t>(node)];
+}
 
-bool Takeover::IsSpare(int node) const { return Has(config_.spares, node); }
+bool Takeover::IsLost(int node) const {
+  return RoleOf(node) != Role::kNone && lost_[static_cast<size_t>(node)];
+}
 
 bool Takeover::Reached(int node) {
-  if (node == config_.lost_coordinator || Has(lost_, node) || (!IsMember(node) && !IsSpare(node)))
-    return false;
-  if (!Has(reached_, node)) reached_.push_back(node);
+  const Role role = RoleOf(node);
+  if (node == config_.lost_coordinator || role == Role::kNone || IsLost(node)) return false;
+  if (!std::exchange(reached_[static_cast<size_t>(node)], 1)) {
+    ++(role == Role::kMember ? reached_members_ : reached_spares_);
+  }
   return true;
 }
 
 void Takeover::Lost(int node) {
-  if (node == config_.standby || Has(lost_, node)) return;
-  lost_.push_back(node);
-  std::erase(reached_, node);
+  const Role role = RoleOf(node);
+  if (node == config_.standby || node == config_.lost_coordinator || role == Role::kNone || IsLost(node))
+    return;
+  lost_[static_cast<size_t>(node)] = 1;
+  ++(role == Role::kMember ? lost_members_ : lost_spares_);
+  if (std::exchange(reached_[static_cast<size_t>(node)], 0)) {
+    --(role == Role::kMember ? reached_members_ : reached_spares_);
+  }
 }
 
-int Takeover::votes() const {
-  return static_cast<int>(
-      std::count_if(reached_.begin(), reached_.end(), [this](int n) { return IsMember(n); }));
-}
+int Takeover::votes() const { return reached_members_; }
 
 TakeoverDecision Takeover::Decide(std::chrono::steady_clock::time_point now) const {
   const int members = static_cast<int>(config_.members.size());
-  const int votes = this->votes();
-  int pending = 0;  // alive as far as the standby knows, and not heard yet
-  for (int n : config_.members) {
-    if (n != config_.lost_coordinator && !Has(reached_, n) && !Has(lost_, n)) ++pending;
-  }
-  int pending_spares = 0;
-  for (int n : config_.spares) {
-    if (!Has(reached_, n) && !Has(lost_, n)) ++pending_spares;
-  }
+  const int votes = reached_members_;
+  // Alive as far as the standby knows, and not heard yet.
+  const int pending = voting_members_ - reached_members_ - lost_members_;
+  const int pending_spares = spares_ - reached_spares_ - lost_spares_;
   const std::string majority = "a majority is " + std::to_string(members / 2 + 1);
   if (!IsMajority(votes + pending, members)) {
     return End("only " + std::to_string(votes + pending) + " of the last epoch's " + std::to_string(members) +
@@ -90,17 +110,17 @@ TakeoverDecision Takeover::Decide(std::chrono::steady_clock::time_point now) con
   TakeoverDecision d;
   std::vector<int> free_spares;
   for (int n : config_.spares) {
-    if (Has(reached_, n)) free_spares.push_back(n);
+    if (IsReached(n)) free_spares.push_back(n);
   }
+  size_t next_spare = 0;
   for (int n : config_.members) {
-    if (n != config_.lost_coordinator && Has(reached_, n)) {
+    if (n != config_.lost_coordinator && IsReached(n)) {
       d.world.push_back(n);
-    } else if (config_.policy == ElasticPolicy::kSpares && !free_spares.empty()) {
-      d.world.push_back(free_spares.front());  // the seat keeps its place in the world
-      free_spares.erase(free_spares.begin());
+    } else if (config_.policy == ElasticPolicy::kSpares && next_spare < free_spares.size()) {
+      d.world.push_back(free_spares[next_spare++]);  // the seat keeps its place in the world
     }
   }
-  d.spares = free_spares;
+  d.spares.assign(free_spares.begin() + static_cast<ptrdiff_t>(next_spare), free_spares.end());
   d.fenced = Fenced();
   if (static_cast<int>(d.world.size()) < config_.min_nodes) {
     return End(std::to_string(d.world.size()) + " node(s) left, fewer than the " +
@@ -114,7 +134,7 @@ std::vector<int> Takeover::Fenced() const {
   std::vector<int> others;
   for (const std::vector<int>* group : {&config_.members, &config_.spares}) {
     for (int n : *group) {
-      if (n != config_.lost_coordinator && !Has(reached_, n)) others.push_back(n);
+      if (n != config_.lost_coordinator && !IsReached(n)) others.push_back(n);
     }
   }
   std::sort(others.begin(), others.end());

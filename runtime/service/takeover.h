@@ -16,6 +16,7 @@
 // Pure bookkeeping in node ranks; no clock of its own, no I/O.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -71,17 +72,25 @@ class Takeover {
   const TakeoverConfig& config() const { return config_; }
 
  private:
-  bool IsMember(int node) const;
-  bool IsSpare(int node) const;
-  bool Has(const std::vector<int>& nodes, int node) const;
+  enum class Role : uint8_t { kNone, kMember, kSpare };
+  Role RoleOf(int node) const;
+  bool IsMember(int node) const { return RoleOf(node) == Role::kMember; }
+  bool IsReached(int node) const;
+  bool IsLost(int node) const;
   // The lost nodes: the old coordinator, then whoever else did not reach the standby, by rank.
   std::vector<int> Fenced() const;
   TakeoverDecision End(std::string why) const;
 
   TakeoverConfig config_;
   std::chrono::steady_clock::time_point deadline_;
-  std::vector<int> reached_;  // members and spares, the standby first
-  std::vector<int> lost_;     // during the takeover
+  // By node: what it was in the last epoch, and whether it reached the standby or was lost since. Counted
+  // as they change, so that a vote and a Decide that waits cost O(1) (a job of 10,000 nodes votes 10,000
+  // times and Decide runs on every Tick).
+  std::vector<Role> role_;
+  std::vector<uint8_t> reached_, lost_;
+  int voting_members_ = 0;  // members but the lost coordinator
+  int reached_members_ = 0, lost_members_ = 0;
+  int spares_ = 0, reached_spares_ = 0, lost_spares_ = 0;
 };
 
 }  // namespace distrun
