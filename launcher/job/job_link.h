@@ -28,7 +28,9 @@ class JobLinkError : public std::runtime_error {
 };
 
 struct JobDecision {
-  enum class Kind { kStop, kRestart, kComplete, kNotice, kStacks, kDiagnosis };
+  // kFailover: this node lost the coordinator and turned to the job's standby (`reason`); its workers end
+  // now, and the standby's restart (or the job's stop) follows.
+  enum class Kind { kStop, kRestart, kComplete, kNotice, kStacks, kDiagnosis, kFailover };
   Kind kind = Kind::kStop;
   int exit_code = 0;              // kStop: the root cause's
   int restart_round = 0;          // kRestart: the round to join (the next epoch)

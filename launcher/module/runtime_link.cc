@@ -64,6 +64,10 @@ JobDecision ToDecision(const JobEvent& e) {
       d.kind = JobDecision::Kind::kDiagnosis;
       d.reason = e.notice;
       break;
+    case JobEvent::Kind::kFailover:
+      d.kind = JobDecision::Kind::kFailover;
+      d.reason = e.notice;
+      break;
     case JobEvent::Kind::kHeartbeat:
     case JobEvent::Kind::kJoined:
     case JobEvent::Kind::kStandby:
@@ -269,9 +273,11 @@ std::string RuntimeLink::PrepareStandby(const Plan& plan, const Options& options
   // unless --coordinator-bind-address names one address.
   const bool wildcard = bind.host == "0.0.0.0" || bind.host == "::";
   const std::string reachable = gc.loopback_only || !wildcard ? bind.host : host;
+  // A per-task job's standby is a host's first task (its lowest agent number): a fixed port is its own.
+  const bool first_on_host = plan.layout.mode != LaunchMode::kPerTask || plan.topology.local_task == 0;
+  const int port = first_on_host ? options.standby_port.value_or(0) : 0;
   try {
-    standby_port_ = std::make_shared<ListeningSocket>(
-        ListeningSocket::Reserve(bind.host, options.standby_port.value_or(0)));
+    standby_port_ = std::make_shared<ListeningSocket>(ListeningSocket::Reserve(bind.host, port));
   } catch (const std::exception& e) {
     log_->warn(
         "this node cannot be the job's standby coordinator ({}): were it the standby when node 0 is "

@@ -494,6 +494,18 @@ void Supervisor::OnJobDecisions() {
       log_->error("{}", d.reason);
       continue;
     }
+    if (d.kind == JobDecision::Kind::kFailover) {
+      // The lost coordinator's world cannot go on, and the standby may begin the next epoch without this
+      // node: its workers end now, without a grace period; the standby's restart or stop decides the rest.
+      if (phase_ == Phase::kRunning) {
+        log_->warn("{}: killing this node's workers at once", d.reason);
+        BeginStop(StopReason::kFailure, 1);  // the code of a lost coordinator, should the job end
+        HurryStop();
+      } else {
+        log_->warn("{}", d.reason);
+      }
+      continue;
+    }
     // A restart into the epoch this node already joined (an arrival hears of it while it joins).
     if (d.kind == JobDecision::Kind::kRestart && d.restart_round <= restart_count_) continue;
     if (decision_) continue;  // the first decision of a round is the one
@@ -544,6 +556,7 @@ void Supervisor::OnJobDecisions() {
       case JobDecision::Kind::kNotice:
       case JobDecision::Kind::kStacks:
       case JobDecision::Kind::kDiagnosis:
+      case JobDecision::Kind::kFailover:
         break;
     }
     decision_ = std::move(d);

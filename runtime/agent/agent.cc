@@ -55,7 +55,8 @@ std::shared_ptr<AgentStream> Agent::OpenStream(uint64_t generation, const Failov
       std::lock_guard lock(mu_);
       if (generation != generation_) return;  // a stream the agent has left behind
       lost_reason_ = s.message.empty() ? StatusCodeName(s.code) : s.message;
-      stream_closed_ = true;
+      // With somewhere to turn, the stream's end is not this node's: a join waits for the failover.
+      if (!config_.on_coordinator_lost || ended_ || closing_) stream_closed_ = true;
     }
     CoordinatorLost(
         "the liveness stream ended (" + std::string(StatusCodeName(s.code)) + ": " + s.message + ")",
@@ -117,12 +118,14 @@ void Agent::Leave(int restart_round, const std::string& reason) {
 Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports) {
   // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
   // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.
+  uint64_t generation = 0;  // of the stream the join goes on
   if (restart_round != 0) {
     NodeJoin join;
     {
       std::lock_guard lock(mu_);
       join_answer_.reset();
       join = config_.join;
+      generation = generation_;
     }
     join.restart_round = restart_round;
     if (ports) {
@@ -132,8 +135,22 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
     Stream()->SendJoin(join);
   }
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, config_.initialization_timeout + kJoinAnswerMargin,
-               [this] { return join_answer_ || stream_closed_ || closing_; });
+  const auto deadline = std::chrono::steady_clock::now() + config_.initialization_timeout + kJoinAnswerMargin;
+  int joining = restart_round;
+  // A failover during the join, and the standby's restart since: the join went to the lost coordinator.
+  auto moved_on = [&] { return generation_ != generation && restart_seen_ > joining; };
+  while (true) {
+    cv_.wait_until(lock, deadline, [&] { return join_answer_ || stream_closed_ || closing_ || moved_on(); });
+    if (join_answer_ || stream_closed_ || closing_ || !moved_on()) break;
+    // The coordinator was lost while this node joined, and its standby took over with a later round (its
+    // restart broadcast): the join went to the lost one, so join that round instead.
+    joining = restart_seen_;
+    NodeJoin join = config_.join;
+    join.restart_round = joining;
+    lock.unlock();
+    Stream()->SendJoin(join);
+    lock.lock();
+  }
   if (!join_answer_) {
     return {StatusCode::kUnavailable,
             lost_reason_.empty()
@@ -218,6 +235,7 @@ void Agent::Push(const JobEvent& event) {
     cv_.notify_all();
     return;
   }
+  if (event.kind == JobEvent::Kind::kRestart) restart_seen_ = std::max(restart_seen_, event.restart_round);
   // The job's end: nothing more to say, and the stream's end is expected now.
   if (event.kind == JobEvent::Kind::kStop || event.kind == JobEvent::Kind::kComplete) ended_ = true;
   events_.push_back(event);
@@ -262,6 +280,8 @@ void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
   if (!target) {
     // Nowhere to turn: the job is over for this node, as without a standby.
     const uint64_t generation = generation_;
+    stream_closed_ = true;  // a join in progress ends too
+    cv_.notify_all();
     lock.unlock();
     CoordinatorLost(why, generation, /*may_fail_over=*/false);
     Stream()->Close();
@@ -271,6 +291,14 @@ void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
   const uint64_t generation = ++generation_;
   coordinator_address_ = target->address;
   failed_over_ = "the coordinator at " + from + " was lost (" + why + ")";
+  JobEvent turned;
+  turned.kind = JobEvent::Kind::kFailover;
+  turned.notice =
+      "lost the job's coordinator at " + from + "; its standby at " + target->address + " takes the job over";
+  events_.push_back(std::move(turned));
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
+  cv_.notify_all();
   // The standby has a heartbeat timeout from now to answer (its first answer is the attach's).
   last_answer_ = std::chrono::steady_clock::now();
   stream_closed_ = false;

@@ -130,6 +130,7 @@ class Agent {
   std::string lost_reason_;  // why the liveness stream ended, once it has
   bool stream_closed_ = false;
   std::optional<JobEvent> join_answer_;  // the answer to the latest join
+  int restart_seen_ = 0;                 // the latest round a restart event named
 
   std::optional<NodeProgress> progress_;
   std::chrono::steady_clock::time_point progress_read_;  // when the supervisor read progress_

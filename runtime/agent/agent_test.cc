@@ -233,6 +233,12 @@ TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) 
   service.reset();
   // Both others turn to the standby, whose service takes over when both reached it.
   for (Agent* a : {a1.get(), a2.get()}) {
+    std::optional<JobEvent> turned = a->WaitForEvent(5s);  // for the supervisor: its workers end now
+    ASSERT_TRUE(turned);
+    ASSERT_EQ(turned->kind, JobEvent::Kind::kFailover);
+    EXPECT_NE(turned->notice.find("its standby at " + standby_address + " takes the job over"),
+              std::string::npos)
+        << turned->notice;
     std::optional<JobEvent> e = a->WaitForEvent(5s);
     ASSERT_TRUE(e);
     ASSERT_EQ(e->kind, JobEvent::Kind::kRestart) << e->root_cause.description;

@@ -343,6 +343,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   node.stream = id;
   SetHeartbeatDeadline(node);
   node.heard_well = Now();
+  node.heard_poorly.reset();
   streams_[id] = node_rank;
   if (election_) election_->Reached(node_rank);  // a vote for the standby's takeover (or nothing)
   if (Fenced(node_rank)) {
@@ -371,6 +372,7 @@ void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::millisecond
   NodeState& node = nodes_[static_cast<size_t>(it->second)];
   node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
   if (unanswered * 2 < config_.heartbeat_timeout) node.heard_well = Now();
+  if (unanswered * 5 >= config_.heartbeat_timeout * 2) node.heard_poorly = Now();
   sinks_[stream_id](JobEvent{});
 }
 
@@ -401,13 +403,15 @@ void CoordinationService::Broadcast(const JobEvent& event) {
   }
 }
 
-void CoordinationService::StopJob(const FailedWorker& failure, Completions& completions) {
+void CoordinationService::StopJob(const FailedWorker& failure, Completions& completions,
+                                  bool coordinator_lost) {
   held_failure_.reset();
   root_cause_ = failure;
   JobEvent event;
   event.kind = JobEvent::Kind::kStop;
   event.exit_code = failure.exit_code;
   event.root_cause = failure;
+  event.coordinator_lost = coordinator_lost;
   state_ = JobState::kStopped;
   exit_code_ = failure.exit_code;
   final_event_ = event;

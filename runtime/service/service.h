@@ -211,8 +211,11 @@ class CoordinationService {
     std::optional<uint64_t> stream;
     std::optional<Clock::time_point> heartbeat_deadline;
     Clock::time_point heard_well{};  // last attached or heartbeat while it still heard the coordinator
-    bool succeeded = false;          // this round
-    bool replicates = false;         // as it last joined
+    // The last heartbeat that said it had missed answers (nothing heard for 40 % of the timeout, two of
+    // its heartbeat intervals): it hears the coordinator poorly, whose link may be the bad one.
+    std::optional<Clock::time_point> heard_poorly;
+    bool succeeded = false;   // this round
+    bool replicates = false;  // as it last joined
   };
   struct HeldFailure {
     FailedWorker failure;
@@ -267,7 +270,8 @@ class CoordinationService {
   void Arrived(int agent, Completions& completions);
   void GrowWorld(Completions& completions);
   int Agents() const { return static_cast<int>(nodes_.size()); }
-  void StopJob(const FailedWorker& failure, Completions& completions);
+  // `coordinator_lost`: the job ends because its coordinator was (a standby's election failed).
+  void StopJob(const FailedWorker& failure, Completions& completions, bool coordinator_lost = false);
   bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
   JobEvent FencedEvent(int node_rank) const;
   static void Run(Completions& completions);
@@ -288,9 +292,12 @@ class CoordinationService {
   void WriteThrough(const std::string& key, const std::optional<std::string>& value, Done on_held,
                     Completions& completions);
   void ReleaseHeldWrites(Completions& completions);
-  // After a loss: the nodes this service no longer hears include the standby that acknowledged the epoch
-  // `standby_epoch_` and are a majority of its members, so the standby may be taking the job over on the
-  // other side of a partition. Their names, or empty.
+  // On the replicating standby's stream (Replicating() holds).
+  void SendToStandby(StandbyUpdate update);
+  // After a loss: the nodes this service no longer hears, with those that said within the heartbeat timeout
+  // that they hardly hear it (a bad link of this host's: they may turn to the standby next), include the
+  // standby that acknowledged the epoch `standby_epoch_` and are a majority of its members, so the standby
+  // may be taking the job over on the other side. Those nodes, or empty.
   std::vector<int> MayBeCutOff() const;
   // This service's host leaves the job (fenced, exit code 75) rather than go on beside a standby's.
   void FenceHost(const std::vector<int>& unheard, Completions& completions);

@@ -179,7 +179,7 @@ bool CoordinationService::Elect(Clock::time_point now, Completions& completions)
       f.description = election_->end_message();
       election_.reset();
       taken_over_ = true;
-      StopJob(f, completions);
+      StopJob(f, completions, /*coordinator_lost=*/true);
       return false;
     }
   }
@@ -197,11 +197,8 @@ void CoordinationService::ReplicateState(Completions& completions) {
     ReleaseHeldWrites(completions);
     return;
   }
-  JobEvent event;
-  event.kind = JobEvent::Kind::kStandby;
   ++standby_sent_;
-  event.standby_update = StandbyUpdate{standby_sent_, SnapshotLocked(), {}, {}};  // its seq is this one
-  sinks_[*nodes_[static_cast<size_t>(*standby_)].stream](event);
+  SendToStandby(StandbyUpdate{standby_sent_, SnapshotLocked(), {}, {}});  // its seq is this one
   sent_epochs_.push_back({standby_sent_, membership_.node_of(*standby_), round_, membership_.seated_nodes()});
 }
 
@@ -211,11 +208,15 @@ void CoordinationService::WriteThrough(const std::string& key, const std::option
     if (on_held) completions.push_back([done = std::move(on_held)] { done(Status::Ok()); });
     return;
   }
+  SendToStandby(StandbyUpdate{++standby_sent_, std::nullopt, key, value});
+  if (on_held) held_writes_.emplace_back(standby_sent_, std::move(on_held));
+}
+
+void CoordinationService::SendToStandby(StandbyUpdate update) {
   JobEvent event;
   event.kind = JobEvent::Kind::kStandby;
-  event.standby_update = StandbyUpdate{++standby_sent_, std::nullopt, key, value};
+  event.standby_update = std::move(update);
   sinks_[*nodes_[static_cast<size_t>(*standby_)].stream](event);
-  if (on_held) held_writes_.emplace_back(standby_sent_, std::move(on_held));
 }
 
 void CoordinationService::ReleaseHeldWrites(Completions& completions) {
@@ -251,11 +252,16 @@ void CoordinationService::StandbyApplied(uint64_t stream_id, uint64_t applied, b
 
 std::vector<int> CoordinationService::MayBeCutOff() const {
   if (!standby_epoch_) return {};
-  auto lost = [this](int node) { return membership_.lost(membership_.agents_of(node).front()); };
-  if (!lost(standby_epoch_->standby_node)) return {};  // the standby is here: nobody else can take over
+  auto away = [this, now = Now()](int node) {
+    const int agent = membership_.agents_of(node).front();
+    const std::optional<Clock::time_point>& poorly = nodes_[static_cast<size_t>(agent)].heard_poorly;
+    return agent != config_.host_agent &&
+           (membership_.lost(agent) || (poorly && now - *poorly <= config_.heartbeat_timeout));
+  };
+  if (!away(standby_epoch_->standby_node)) return {};  // the standby is here: nobody else can take over
   std::vector<int> unheard;
   for (int node : standby_epoch_->members) {
-    if (lost(node)) unheard.push_back(node);
+    if (away(node)) unheard.push_back(node);
   }
   if (!IsMajority(static_cast<int>(unheard.size()), static_cast<int>(standby_epoch_->members.size())))
     return {};
@@ -263,17 +269,22 @@ std::vector<int> CoordinationService::MayBeCutOff() const {
 }
 
 void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions& completions) {
-  std::vector<std::string> names;
-  for (int node : unheard) names.push_back(NodeName(membership_.agents_of(node).front()));
+  std::vector<std::string> names, poorly;
+  for (int node : unheard) {
+    const int agent = membership_.agents_of(node).front();
+    (membership_.lost(agent) ? names : poorly).push_back(NodeName(agent));
+  }
   FailedWorker f;
   f.node_rank = config_.host_agent;
   f.host = HostOf(config_.host_agent);
   f.exit_code = kFencedExitCode;
   f.description = kFencedPrefix + std::string("this node hosts the job's coordinator but no longer hears ") +
-                  JoinNames(names) + ", among them its standby, " + std::to_string(unheard.size()) +
-                  " of the " + std::to_string(standby_epoch_->members.size()) + " nodes of epoch " +
+                  (names.empty() ? std::string("its standby") : JoinNames(names)) +
+                  (poorly.empty() ? std::string() : ", and " + JoinNames(poorly) + " hardly hear it") + ": " +
+                  std::to_string(unheard.size()) + " of the " +
+                  std::to_string(standby_epoch_->members.size()) + " nodes of epoch " +
                   std::to_string(standby_epoch_->epoch) +
-                  ": they may go on without it, so it stops rather than run beside them";
+                  ", its standby among them, may go on without it, so it stops rather than run beside them";
   held_failure_.reset();
   root_cause_ = f;
   state_ = JobState::kStopped;

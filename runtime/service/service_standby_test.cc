@@ -263,6 +263,7 @@ TEST_F(StandbyTest, AVoteLostBeforeTheDecisionCanLeaveNoMajorityAndTheAgentsThat
             "cannot go on: only 2 of the last epoch's 4 nodes are left to reach the standby (a majority is "
             "3); lost: node 0 (host-a), node 2 (host-c)");
   EXPECT_EQ(s3.Last(JobEvent::Kind::kStop)->exit_code, kLostAgentExitCode);
+  EXPECT_TRUE(s3.Last(JobEvent::Kind::kStop)->coordinator_lost);  // every node's log says why
 }
 
 TEST_F(StandbyTest, AServiceThatWasFrozenReadsWhatCameMeanwhileBeforeItJudgesSilence) {
@@ -373,8 +374,34 @@ TEST_F(WriteThroughTest, Node0FencesItselfWhenWhatItNoLongerHearsCouldTakeTheJob
   EXPECT_EQ(
       own->root_cause.description,
       "fenced: this node hosts the job's coordinator but no longer hears node 1 (host-b), node 2 (host-c), "
-      "node 3 (host-d), among them its standby, 3 of the 4 nodes of epoch 0: they may go on without it, so "
+      "node 3 (host-d): 3 of the 4 nodes of epoch 0, its standby among them, may go on without it, so "
       "it stops rather than run beside them");
+}
+
+TEST_F(WriteThroughTest, Node0OnABadLinkStepsDownWhenThoseWhoHardlyHearItMakeTheStandbysMajority) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  // Nodes 2 and 3 have heard nothing from node 0 for 6 of the 10 s: its link, not theirs, is bad.
+  node0_->Heartbeat(streams_[2].id, 6s);
+  node0_->Heartbeat(streams_[3].id, 6s);
+  EXPECT_NE(node0_->State(), JobState::kStopped);  // nobody lost yet
+  node0_->DetachAgent(streams_[1].id);             // the standby goes silent
+  EXPECT_EQ(node0_->ExitCode(), kFencedExitCode);
+  EXPECT_EQ(
+      streams_[0].Last(JobEvent::Kind::kStop)->root_cause.description,
+      "fenced: this node hosts the job's coordinator but no longer hears node 1 (host-b), and node 2 "
+      "(host-c), node 3 (host-d) hardly hear it: 3 of the 4 nodes of epoch 0, its standby among them, may "
+      "go on without it, so it stops rather than run beside them");
+}
+
+TEST_F(WriteThroughTest, ANodeOnABadLinkOfItsOwnLeavesNode0InPlace) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  node0_->Heartbeat(streams_[1].id, 6s);  // the standby hardly hears node 0: its own link
+  node0_->Heartbeat(streams_[2].id, 1s);
+  node0_->DetachAgent(streams_[1].id);
+  EXPECT_FALSE(node0_->ExitCode());  // 1 of 4 away: the job goes on without the standby
+  EXPECT_EQ(node0_->CurrentRound(), 1);
 }
 
 TEST_F(WriteThroughTest, WhileItHearsTheStandbyNode0GoesOnWhateverElseItLoses) {

@@ -148,14 +148,28 @@ struct StacksReply {
 };
 
 struct JobEvent {
-  enum class Kind { kHeartbeat, kStop, kRestart, kComplete, kJoined, kNotice, kStacks, kDiagnosis, kStandby };
+  // kFailover is the agent's own, never on the wire: its coordinator was lost and it turned to the standby
+  // (`notice` says so); the node's workers cannot go on in the lost coordinator's world.
+  enum class Kind {
+    kHeartbeat,
+    kStop,
+    kRestart,
+    kComplete,
+    kJoined,
+    kNotice,
+    kStacks,
+    kDiagnosis,
+    kStandby,
+    kFailover
+  };
   Kind kind = Kind::kHeartbeat;
   int exit_code = 0;          // kStop
   int restart_round = 0;      // kRestart: the round to join next
   bool node_lost = false;     // kRestart: a member was lost (elastic), not a worker failure
   bool node_arrived = false;  // kRestart: the world grows by nodes that arrived (elastic)
   std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers;
-                              // kDiagnosis: what node 0's distrun prints (a hung or stalled job)
+                              // kDiagnosis: what node 0's distrun prints (a hung or stalled job);
+                              // kFailover: where the node turned
   uint64_t stacks_id = 0;     // kStacks: collect every worker's stack and answer with this id
   bool coordinator_lost = false;  // kStop: the agent itself lost the coordinator (cut off, or node 0 gone)
   FailedWorker root_cause;

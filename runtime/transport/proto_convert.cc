@@ -159,6 +159,7 @@ FailedWorker FromProto(const v1::FailedWorker& in) {
 void ToProto(const JobEvent& in, v1::JobEvent* out) {
   switch (in.kind) {
     case JobEvent::Kind::kHeartbeat:
+    case JobEvent::Kind::kFailover:  // never sent: an agent's own
       out->mutable_heartbeat();
       break;
     case JobEvent::Kind::kStop:

@@ -263,8 +263,11 @@ class ElasticAcrossHosts(JobRuntimeCase):
         self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
         self.assertIn("node 2 (node3): node lost: no heartbeat for 2s (--heartbeat-timeout); the job goes on "
                       "without it in epoch 1", self.read("0.err"))
-        # Cut off, it cannot hear that it was fenced: it ends as a node that lost the coordinator does.
-        self.assertIn("the job stopped: lost the coordinator at node1:", self.read("2.err"))
+        # Cut off, it cannot hear that it was fenced: it kills its workers when it loses node 0, turns to the
+        # standby, which it cannot reach either, and ends as a node that lost the coordinator does.
+        self.assertIn("its standby at node2:", self.read("2.err"))
+        self.assertIn("killing this node's workers at once", self.read("2.err"))
+        self.assertIn("the job stopped: lost the coordinator at node2:", self.read("2.err"))
         self.assertEqual(self.exits(), {0: 0, 1: 0, 2: 1}, out)
 
     def test_resize_a_lossy_link_never_ends_the_job(self):
