@@ -240,25 +240,33 @@ class ElasticAcrossHosts(JobRuntimeCase):
                       "job needs (--nnodes); lost: node 1 (node2), node 2 (node3)", self.read("0.err"))
         self.assertEqual(self.finished(0), [], out)
 
-    def test_resize_a_cut_off_host_stops_its_workers_before_the_others_go_on(self):
-        # The link comes back once the survivors went on: the cut-off host must have ended by itself by then.
-        self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
-        victims = self.workers_on(NODES[2])
+    def cut_off(self, task):
+        """Takes task `task`'s host off the network until the others went on in epoch 1 and that host ended its
+        part (5 s at least), then back; fails unless its workers stopped before epoch 1's started. Returns the
+        job's output."""
+        victims = self.workers_on(NODES[task])
         self.assertEqual(len(victims), 2, self.outputs())
-        link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[2]}", "ip", "link", "set", "eth0"]
+        link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[task]}", "ip", "link", "set", "eth0"]
         cut = time.clock_gettime(time.CLOCK_BOOTTIME)
         subprocess.run(link + ["down"], check=True)
         try:
             overlap, timeline = self.outlived(victims, epoch=1, count=4, since=cut)
-            ended = wait_for(lambda: 2 in self.exits(), timeout=BOUND)
+            ended = wait_for(lambda: task in self.exits(), timeout=BOUND)
             time.sleep(max(0.0, cut + 5 - time.clock_gettime(time.CLOCK_BOOTTIME)))
         finally:
             subprocess.run(link + ["up"], check=True)
-        # srun never hears of node3's task (see start); the survivors' exit codes say the job's end.
+        # srun never hears of the cut-off host's task (see start); the others' exit codes say the job's end.
         done = wait_for(lambda: len(self.exits()) == 3, timeout=BOUND)
         out = self.outputs()
         self.assertTrue(ended and done, out)
-        self.assertLessEqual(overlap, 0, f"node3's workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        self.assertLessEqual(overlap, 0,
+                             f"{NODES[task]}'s workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        return out
+
+    def test_resize_a_cut_off_host_stops_its_workers_before_the_others_go_on(self):
+        # The link comes back once the survivors went on: the cut-off host must have ended by itself by then.
+        self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
+        out = self.cut_off(2)
         rows = sorted(self.finished(0) + self.finished(1))
         self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
         self.assertIn("node 2 (node3): node lost: no heartbeat for 2s (--heartbeat-timeout); the job goes on "
@@ -374,21 +382,7 @@ class ElasticAcrossHosts(JobRuntimeCase):
         # no longer hears two of the standby's three nodes, the standby among them: it kills its workers and
         # leaves (75) before the next epoch starts, so two coordinators never run the job.
         self.start("--nnodes", "2:3", "--heartbeat-timeout", "2", steps=40)
-        victims = self.workers_on(NODES[0])
-        self.assertEqual(len(victims), 2, self.outputs())
-        link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[0]}", "ip", "link", "set", "eth0"]
-        cut = time.clock_gettime(time.CLOCK_BOOTTIME)
-        subprocess.run(link + ["down"], check=True)
-        try:
-            overlap, timeline = self.outlived(victims, epoch=1, count=4, since=cut)
-            ended = wait_for(lambda: 0 in self.exits(), timeout=BOUND)
-            time.sleep(max(0.0, cut + 5 - time.clock_gettime(time.CLOCK_BOOTTIME)))
-        finally:
-            subprocess.run(link + ["up"], check=True)
-        done = wait_for(lambda: len(self.exits()) == 3, timeout=BOUND)
-        out = self.outputs()
-        self.assertTrue(ended and done, out)
-        self.assertLessEqual(overlap, 0, f"node1's workers ran {overlap:.3f}s beside epoch 1: {timeline}\n{out}")
+        out = self.cut_off(0)
         rows = sorted(self.finished(1) + self.finished(2))
         self.assertEqual([(r[0], r[2], r[4]) for r in rows], [(1, 4, 2)] * 4, out)
         self.assertIn("fenced: this node hosts the job's coordinator but no longer hears", self.read("0.err"), out)

@@ -181,11 +181,7 @@ class Elastic(MultiNodeCase):
         try:
             self.wait_for_files("up-1-1", "up-2-1")
         finally:
-            for pid in paused[2:]:
-                os.kill(pid, signal.SIGCONT)
-            os.kill(paused[0], signal.SIGCONT)
-            time.sleep(0.5)  # distrun first, so that it reads its news before its sentinel's timer runs
-            os.kill(paused[1], signal.SIGCONT)
+            self.wake(paused)
         code, out, err = self.finish([nodes[0]])[0]
         self.assertEqual(code, 75, err)
         self.assertIn("fenced: this node hosts the job's coordinator but no longer hears node 1", err)
@@ -220,6 +216,16 @@ class Elastic(MultiNodeCase):
             os.kill(pid, signal.SIGSTOP)
         return pids
 
+    @staticmethod
+    def wake(paused):
+        """Continues what pause() froze (and any workers after them): the workers, distrun, then a moment
+        later its sentinel, so that distrun reads its news before the sentinel's timer runs."""
+        for pid in paused[2:]:
+            os.kill(pid, signal.SIGCONT)
+        os.kill(paused[0], signal.SIGCONT)
+        time.sleep(0.5)
+        os.kill(paused[1], signal.SIGCONT)
+
     def test_a_frozen_distrun_is_fenced_by_its_sentinel(self):
         # Node 2's distrun freezes; its sentinel hears no pulse for the heartbeat timeout and ends the
         # node's worker and distrun, while the others go on in epoch 1.
@@ -252,9 +258,7 @@ class Elastic(MultiNodeCase):
         try:
             self.wait_for_files("up-0-1", "up-1-1")
         finally:
-            os.kill(paused[0], signal.SIGCONT)
-            time.sleep(0.5)  # distrun first, so that it reads its news before its sentinel's timer runs
-            os.kill(paused[1], signal.SIGCONT)
+            self.wake(paused)
         code, out, err = self.finish([nodes[2]])[0]
         self.assertEqual(code, 75, err)
         self.assertIn("node 2 (", err)
@@ -278,9 +282,7 @@ class Elastic(MultiNodeCase):
             nodes[1].kill()
             self.wait_for_files("up-0-1", "up-2-1")
         finally:
-            os.kill(paused[0], signal.SIGCONT)
-            time.sleep(0.5)
-            os.kill(paused[1], signal.SIGCONT)
+            self.wake(paused)
         code, out, err = self.finish([nodes[3]])[0]
         self.assertEqual(code, 75, err)
         self.assertIn("fenced: lost in epoch 1", err)
