@@ -12,7 +12,13 @@ from launch_helpers import processes_with, sentinel_of, wait_for
 from distrun_harness import DISTRUN, detect_json, run
 from multi_node import MultiNodeCase, free_port
 
-# Each worker logs its epoch's view of the world, waits in epoch 0 until the test acts, and ends in the next.
+def signal_if_alive(pid, sig):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def environ_has(pid, entry):
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
@@ -21,6 +27,7 @@ def environ_has(pid, entry):
         return False
 
 
+# Each worker logs its epoch's view of the world, waits in epoch 0 until the test acts, and ends in the next.
 WORKER = ('echo "epoch $DISTRUN_EPOCH node $NODE group $GROUP_RANK/$GROUP_WORLD_SIZE rank $RANK/$WORLD_SIZE" '
           '>> $OUT/log; echo up > $OUT/up-$NODE-$DISTRUN_EPOCH; '
           'if [ $DISTRUN_EPOCH = 0 ]; then sleep 60; fi; '
@@ -175,9 +182,11 @@ class Elastic(MultiNodeCase):
         nodes = self.start_nodes([1, 1, 1], WORKER + '; echo $$ > $OUT/pid-$NODE-$DISTRUN_EPOCH',
                                  "--nnodes", "2:3", "--heartbeat-timeout", "1", env={"HOLD": "1"})
         self.wait_for_files("up-0-0", "up-1-0", "up-2-0")
-        paused = self.pause(nodes[0]) + [p for p in processes_with(self.marker) if environ_has(p, "NODE=0")]
-        for pid in paused[2:]:
-            os.kill(pid, signal.SIGSTOP)
+        paused = self.pause(nodes[0])
+        workers = [p for p in processes_with(self.marker) if environ_has(p, "NODE=0") and p not in paused]
+        for pid in workers:
+            signal_if_alive(pid, signal.SIGSTOP)  # a process seen a moment ago may have ended since
+        paused += workers
         try:
             self.wait_for_files("up-1-1", "up-2-1")
         finally:
@@ -221,7 +230,7 @@ class Elastic(MultiNodeCase):
         """Continues what pause() froze (and any workers after them): the workers, distrun, then a moment
         later its sentinel, so that distrun reads its news before the sentinel's timer runs."""
         for pid in paused[2:]:
-            os.kill(pid, signal.SIGCONT)
+            signal_if_alive(pid, signal.SIGCONT)
         os.kill(paused[0], signal.SIGCONT)
         time.sleep(0.5)
         os.kill(paused[1], signal.SIGCONT)
