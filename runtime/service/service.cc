@@ -344,6 +344,8 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   SetHeartbeatDeadline(node);
   node.heard_well = Now();
   node.heard_poorly.reset();
+  node.retransmitted.reset();
+  node.lossy.reset();
   streams_[id] = node_rank;
   if (election_) election_->Reached(node_rank);  // a vote for the standby's takeover (or nothing)
   if (Fenced(node_rank)) {
@@ -360,7 +362,8 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
   return Status::Ok();
 }
 
-void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered) {
+void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered,
+                                    uint32_t retransmitted) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
@@ -373,6 +376,12 @@ void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::millisecond
   node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
   if (unanswered * 2 < config_.heartbeat_timeout) node.heard_well = Now();
   if (unanswered * 5 >= config_.heartbeat_timeout * 2) node.heard_poorly = Now();
+  if (retransmitted > 0) {
+    const Clock::time_point now = Now();
+    if (retransmitted > 1 || (node.retransmitted && now - *node.retransmitted <= config_.heartbeat_timeout))
+      node.lossy = now;
+    node.retransmitted = now;
+  }
   sinks_[stream_id](JobEvent{});
 }
 

@@ -131,8 +131,9 @@ class CoordinationService {
   Status AttachAgent(int node_rank, EventSink sink, uint64_t* stream_id);
   // Refreshes the node's deadline and answers with a heartbeat event. `unanswered`: how long the node had
   // heard nothing from the coordinator when it sent it (half the heartbeat timeout or more: it is about to
-  // fence itself, so it does not vouch for its workers).
-  void Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered = {});
+  // fence itself, so it does not vouch for its workers). `retransmitted`: the segments the transport had to
+  // send the node again since its previous heartbeat (its link drops packets).
+  void Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered = {}, uint32_t retransmitted = 0);
   // The stream broke: the node is dead at once unless it has finished or the job is over.
   void DetachAgent(uint64_t stream_id);
 
@@ -214,6 +215,11 @@ class CoordinationService {
     // The last heartbeat that said it had missed answers (nothing heard for 40 % of the timeout, two of
     // its heartbeat intervals): it hears the coordinator poorly, whose link may be the bad one.
     std::optional<Clock::time_point> heard_poorly;
+    // Heartbeats that came only after the transport retransmitted: the last one, and the last one that
+    // followed another within the heartbeat timeout (the link drops packets again and again; one lost
+    // segment on a busy network is not a bad link).
+    std::optional<Clock::time_point> retransmitted;
+    std::optional<Clock::time_point> lossy;
     bool succeeded = false;   // this round
     bool replicates = false;  // as it last joined
   };
@@ -295,10 +301,15 @@ class CoordinationService {
   // On the replicating standby's stream (Replicating() holds).
   void SendToStandby(StandbyUpdate update);
   // After a loss: the nodes this service no longer hears, with those that said within the heartbeat timeout
-  // that they hardly hear it (a bad link of this host's: they may turn to the standby next), include the
+  // that they hardly hear it or whose link dropped packets (a bad link of this host's: they may turn to the
+  // standby next), include the
   // standby that acknowledged the epoch `standby_epoch_` and are a majority of its members, so the standby
   // may be taking the job over on the other side. Those nodes, or empty.
   std::vector<int> MayBeCutOff() const;
+  // How `node` stands with this service's host for MayBeCutOff: lost, or it said within the heartbeat
+  // timeout that it hardly hears the host, or its heartbeats came only after retransmissions twice.
+  enum class Away { kNo, kLost, kHearsPoorly, kLossy };
+  Away AwayFromHost(int node, Clock::time_point now) const;
   // This service's host leaves the job (fenced, exit code 75) rather than go on beside a standby's.
   void FenceHost(const std::vector<int>& unheard, Completions& completions);
   // Records that `agent`'s node was lost (with every agent of it); returns the agents newly lost.

@@ -250,18 +250,27 @@ void CoordinationService::StandbyApplied(uint64_t stream_id, uint64_t applied, b
   Run(completions);
 }
 
+CoordinationService::Away CoordinationService::AwayFromHost(int node, Clock::time_point now) const {
+  const int agent = membership_.agents_of(node).front();
+  if (agent == config_.host_agent) return Away::kNo;
+  if (membership_.lost(agent)) return Away::kLost;
+  const NodeState& state = nodes_[static_cast<size_t>(agent)];
+  auto recent = [&](const std::optional<Clock::time_point>& t) {
+    return t && now - *t <= config_.heartbeat_timeout;
+  };
+  if (recent(state.heard_poorly)) return Away::kHearsPoorly;
+  if (recent(state.lossy)) return Away::kLossy;
+  return Away::kNo;
+}
+
 std::vector<int> CoordinationService::MayBeCutOff() const {
   if (!standby_epoch_) return {};
-  auto away = [this, now = Now()](int node) {
-    const int agent = membership_.agents_of(node).front();
-    const std::optional<Clock::time_point>& poorly = nodes_[static_cast<size_t>(agent)].heard_poorly;
-    return agent != config_.host_agent &&
-           (membership_.lost(agent) || (poorly && now - *poorly <= config_.heartbeat_timeout));
-  };
-  if (!away(standby_epoch_->standby_node)) return {};  // the standby is here: nobody else can take over
+  const Clock::time_point now = Now();
+  // The standby is here: nobody else can take over.
+  if (AwayFromHost(standby_epoch_->standby_node, now) == Away::kNo) return {};
   std::vector<int> unheard;
   for (int node : standby_epoch_->members) {
-    if (away(node)) unheard.push_back(node);
+    if (AwayFromHost(node, now) != Away::kNo) unheard.push_back(node);
   }
   if (!IsMajority(static_cast<int>(unheard.size()), static_cast<int>(standby_epoch_->members.size())))
     return {};
@@ -269,22 +278,33 @@ std::vector<int> CoordinationService::MayBeCutOff() const {
 }
 
 void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions& completions) {
-  std::vector<std::string> names, poorly;
+  std::vector<std::string> names, poorly, lossy;
+  const Clock::time_point now = Now();
   for (int node : unheard) {
-    const int agent = membership_.agents_of(node).front();
-    (membership_.lost(agent) ? names : poorly).push_back(NodeName(agent));
+    const std::string name = NodeName(membership_.agents_of(node).front());
+    switch (AwayFromHost(node, now)) {
+      case Away::kHearsPoorly:
+        poorly.push_back(name);
+        break;
+      case Away::kLossy:
+        lossy.push_back(name);
+        break;
+      default:
+        names.push_back(name);
+    }
   }
   FailedWorker f;
   f.node_rank = config_.host_agent;
   f.host = HostOf(config_.host_agent);
   f.exit_code = kFencedExitCode;
-  f.description = kFencedPrefix + std::string("this node hosts the job's coordinator but no longer hears ") +
-                  (names.empty() ? std::string("its standby") : JoinNames(names)) +
-                  (poorly.empty() ? std::string() : ", and " + JoinNames(poorly) + " hardly hear it") + ": " +
-                  std::to_string(unheard.size()) + " of the " +
-                  std::to_string(standby_epoch_->members.size()) + " nodes of epoch " +
-                  std::to_string(standby_epoch_->epoch) +
-                  ", its standby among them, may go on without it, so it stops rather than run beside them";
+  f.description =
+      kFencedPrefix + std::string("this node hosts the job's coordinator but no longer hears ") +
+      (names.empty() ? std::string("its standby") : JoinNames(names)) +
+      (poorly.empty() ? std::string() : ", and " + JoinNames(poorly) + " hardly hear it") +
+      (lossy.empty() ? std::string() : ", and " + JoinNames(lossy) + " reach it only after retransmissions") +
+      ": " + std::to_string(unheard.size()) + " of the " + std::to_string(standby_epoch_->members.size()) +
+      " nodes of epoch " + std::to_string(standby_epoch_->epoch) +
+      ", its standby among them, may go on without it, so it stops rather than run beside them";
   held_failure_.reset();
   root_cause_ = f;
   state_ = JobState::kStopped;

@@ -394,6 +394,44 @@ TEST_F(WriteThroughTest, Node0OnABadLinkStepsDownWhenThoseWhoHardlyHearItMakeThe
       "go on without it, so it stops rather than run beside them");
 }
 
+TEST_F(WriteThroughTest, Node0OnALossyLinkStepsDownWhenLinksThatRetransmitMakeTheStandbysMajority) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  // Nodes 2 and 3 still hear node 0, but their heartbeats came only after retransmissions, again and again:
+  // node 0's link drops packets. Once would be a busy network.
+  for (int n : {2, 3}) node0_->Heartbeat(streams_[static_cast<size_t>(n)].id, 1s, 1);
+  *now_ += 2s;
+  node0_->Heartbeat(streams_[2].id, 1s, 3);
+  node0_->Heartbeat(streams_[3].id, 1s, 1);
+  EXPECT_NE(node0_->State(), JobState::kStopped);  // nobody lost yet
+  node0_->DetachAgent(streams_[1].id);             // then the standby goes silent
+  EXPECT_EQ(node0_->ExitCode(), kFencedExitCode);
+  EXPECT_EQ(streams_[0].Last(JobEvent::Kind::kStop)->root_cause.description,
+            "fenced: this node hosts the job's coordinator but no longer hears node 1 (host-b), and node 2 "
+            "(host-c), node 3 (host-d) reach it only after retransmissions: 3 of the 4 nodes of epoch 0, its "
+            "standby among them, may go on without it, so it stops rather than run beside them");
+}
+
+TEST_F(WriteThroughTest, RetransmissionsOnceOrLongAgoAreNotABadLink) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  node0_->Heartbeat(streams_[2].id, 1s, 1);  // once: a busy network
+  node0_->Heartbeat(streams_[3].id, 1s, 1);
+  *now_ += 11s;  // twice, but further apart than the heartbeat timeout
+  node0_->Heartbeat(streams_[3].id, 1s, 1);
+  node0_->Heartbeat(streams_[2].id, 1s);
+  node0_->DetachAgent(streams_[1].id);
+  EXPECT_FALSE(node0_->ExitCode());  // 1 of 4 away: the job goes on without the standby
+  EXPECT_EQ(node0_->CurrentRound(), 1);
+  // A bad link is judged by the heartbeat timeout before the loss: an old one no longer counts.
+  node0_->Heartbeat(streams_[2].id, 1s, 2);
+  *now_ += 11s;
+  node0_->Heartbeat(streams_[2].id, 1s);
+  node0_->Heartbeat(streams_[3].id, 1s);
+  node0_->DetachAgent(streams_[3].id);
+  EXPECT_FALSE(node0_->ExitCode());
+}
+
 TEST_F(WriteThroughTest, ANodeOnABadLinkOfItsOwnLeavesNode0InPlace) {
   StandbyReplica replica;
   Apply(1, replica);

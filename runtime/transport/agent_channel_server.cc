@@ -28,6 +28,7 @@
 #include "runtime/distrun.pb.h"
 #include "runtime/io/socket_input.h"
 #include "runtime/io/socket_output.h"
+#include "runtime/io/tcp_retransmits.h"
 #include "runtime/io/wakeable_epoll.h"
 #include "runtime/torch_store/torch_store_codec.h"
 #include "runtime/torch_store/torch_store_loops.h"
@@ -150,8 +151,9 @@ class AgentChannelServer::Loop {
     bool refusing = false;
     bool verifying = false;              // its hello's munge credential is being checked; frames wait
     std::optional<int> credential_node;  // the node its credential was made for
-    bool spoke = false;   // sent a byte (a 1.13 worker's second TCPStore connection never does)
-    std::string address;  // an admitted agent's peer address (JobHosts)
+    bool spoke = false;             // sent a byte (a 1.13 worker's second TCPStore connection never does)
+    std::string address;            // an admitted agent's peer address (JobHosts)
+    RetransmitCounter retransmits;  // read at each heartbeat: does the link drop packets?
     // Guarded by mu: any thread queues answers.
     std::mutex mu;
     SocketOutput output;
@@ -471,7 +473,8 @@ class AgentChannelServer::Loop {
       }
       QueueEvent(conn, wire, JobEvent{});
     } else if (!message.has_join() && !message.has_success()) {
-      service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()));
+      service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()),
+                         conn->retransmits.Since(conn->fd));
     }
     if (message.has_join()) {
       NodeJoin join = FromProto(message.join());
