@@ -221,6 +221,7 @@ void Agent::SendStacks(const StacksReply& reply) { Stream()->SendStacks(reply); 
 void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
   last_answer_ = std::chrono::steady_clock::now();
+  grace_ = {};
   if (event.kind == JobEvent::Kind::kHeartbeat) return;
   if (event.kind == JobEvent::Kind::kStandby) {
     // This node is the epoch's standby: the coordinator holds a write back until it hears this was applied.
@@ -299,8 +300,10 @@ void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
   cv_.notify_all();
-  // The standby has a heartbeat timeout from now to answer (its first answer is the attach's).
+  // The standby has two heartbeat timeouts from now to answer (its first answer is the attach's): its port
+  // opens only once it has lost the coordinator too.
   last_answer_ = std::chrono::steady_clock::now();
+  grace_ = config_.heartbeat_timeout;
   stream_closed_ = false;
   lost_reason_.clear();
   config_.join.node_rank = agent_number_;  // an arrival's number, on the new stream
@@ -353,7 +356,8 @@ void Agent::HeartbeatLoop() {
     if (news_planned)
       wake = std::min(wake, progress_sent_ + ProgressNewsInterval(config_.heartbeat_interval));
     if (last_answer_ && !ended_) {
-      wake = std::min(wake, *last_answer_ + config_.heartbeat_timeout + std::chrono::milliseconds(1));
+      wake =
+          std::min(wake, *last_answer_ + config_.heartbeat_timeout + grace_ + std::chrono::milliseconds(1));
     }
     if (cv_.wait_until(lock, wake, [&] {
           return closing_ || standby_ack_ || failover_why_ || (progress_news_ && !news_planned);
@@ -385,8 +389,10 @@ void Agent::HeartbeatLoop() {
     if (last_answer_ && now - last_wake > config_.heartbeat_timeout) last_answer_ = now;
     last_wake = now;
     std::optional<std::string> lost;
-    if (last_answer_ && now - *last_answer_ > config_.heartbeat_timeout) {
-      lost = "no answer for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";
+    if (last_answer_ && now - *last_answer_ > config_.heartbeat_timeout + grace_) {
+      lost = grace_ == std::chrono::steady_clock::duration{}
+                 ? "no answer for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)"
+                 : "no answer for twice " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";
     } else if (!last_answer_ && now - started_ > config_.initialization_timeout) {
       lost = "no answer within " + Seconds(config_.initialization_timeout) + " (--initialization-timeout)";
     }

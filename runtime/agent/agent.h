@@ -127,6 +127,10 @@ class Agent {
   bool closing_ = false;  // the destructor runs
   std::chrono::steady_clock::time_point started_;
   std::optional<std::chrono::steady_clock::time_point> last_answer_;
+  // Silence allowed beyond the heartbeat timeout until the next answer: after a failover, the standby may
+  // hear the old coordinator for up to one more timeout before it serves (a bad link of the coordinator's
+  // reaches each node at its own time).
+  std::chrono::steady_clock::duration grace_{};
   std::string lost_reason_;  // why the liveness stream ended, once it has
   bool stream_closed_ = false;
   std::optional<JobEvent> join_answer_;  // the answer to the latest join

@@ -48,14 +48,14 @@ TEST(StandbyCoordinator, WithoutAMajorityWithinTheWindowTheJobEndsNamingTheLostN
   const ElasticRange range{1, 4, ElasticPolicy::kResize};
   StandbyCoordinator standby(CopyOf(4, range), 1, 10s, kStart);
   EXPECT_TRUE(standby.Reached(2));
-  EXPECT_EQ(standby.Tick(kStart + 9s), Outcome::kWaiting);
+  EXPECT_EQ(standby.Tick(kStart + 19s), Outcome::kWaiting);
   // Two of four on this side: the other side may hold the other two, so neither goes on.
-  EXPECT_EQ(standby.Tick(kStart + 10s), Outcome::kEnd);
+  EXPECT_EQ(standby.Tick(kStart + 20s), Outcome::kEnd);
   EXPECT_EQ(standby.end_message(),
             "node 0 (host-a), which hosted the job's coordinator, was lost, and its standby node 1 (host-b) "
-            "cannot go on: only 2 of the last epoch's 4 nodes reached the standby within the heartbeat "
-            "timeout (a majority is 3); lost: node 0 (host-a), node 3 (host-d)");
-  EXPECT_EQ(standby.Tick(kStart + 20s), Outcome::kEnd);
+            "cannot go on: only 2 of the last epoch's 4 nodes reached the standby within twice the "
+            "heartbeat timeout (a majority is 3); lost: node 0 (host-a), node 3 (host-d)");
+  EXPECT_EQ(standby.Tick(kStart + 30s), Outcome::kEnd);
 }
 
 TEST(StandbyCoordinator, ASecondLossDuringTheTakeoverEndsItAtOnce) {

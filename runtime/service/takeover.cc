@@ -27,7 +27,9 @@ std::optional<int> ChooseStandby(const Membership& m, int host_agent,
 }
 
 Takeover::Takeover(TakeoverConfig config, std::chrono::steady_clock::time_point start)
-    : config_(std::move(config)), deadline_(start + config_.window) {
+    : config_(std::move(config)),
+      deadline_(start + config_.window),
+      majority_deadline_(deadline_ + config_.window) {
   int size = 0;
   for (const std::vector<int>* group : {&config_.members, &config_.spares}) {
     for (int n : *group) {
@@ -103,8 +105,11 @@ TakeoverDecision Takeover::Decide(std::chrono::steady_clock::time_point now) con
   }
   if ((pending > 0 || pending_spares > 0) && now < deadline_) return {};
   if (!IsMajority(votes, members)) {
+    // Some member may come yet (else no majority would be left): it may still hear the old coordinator,
+    // whose bad link reaches each node at its own time.
+    if (now < majority_deadline_) return {};
     return End("only " + std::to_string(votes) + " of the last epoch's " + std::to_string(members) +
-               " nodes reached the standby within the heartbeat timeout (" + majority + ")");
+               " nodes reached the standby within twice the heartbeat timeout (" + majority + ")");
   }
 
   TakeoverDecision d;

@@ -12,6 +12,8 @@
 //     spares): it takes over. The next epoch is the members that reached it (resize), or the seated ones
 //     with the first spares in the seats left empty (spares); everyone else is fenced, the old
 //     coordinator first;
+//   - no majority yet, but one is still possible: it waits one more window (a gray failure of the old
+//     coordinator's link: the others lose it up to a heartbeat timeout apart), then decides as above;
 //   - otherwise the job ends, naming the lost nodes.
 // Pure bookkeeping in node ranks; no clock of its own, no I/O.
 
@@ -82,7 +84,8 @@ class Takeover {
   TakeoverDecision End(std::string why) const;
 
   TakeoverConfig config_;
-  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::steady_clock::time_point deadline_;           // for every member that may come
+  std::chrono::steady_clock::time_point majority_deadline_;  // a window more, while no majority came
   // By node: what it was in the last epoch, and whether it reached the standby or was lost since. Counted
   // as they change, so that a vote and a Decide that waits cost O(1) (a job of 10,000 nodes votes 10,000
   // times and Decide runs on every Tick).
