@@ -288,10 +288,16 @@ bool AgentChannel::Send(const std::string& frame, bool skippable) {
   return WriteAll(fd, frame);
 }
 
+uint32_t AgentChannel::Retransmitted() {
+  std::lock_guard lock(mu_);
+  return fd_ >= 0 ? retransmits_.Since(fd_) : 0;
+}
+
 bool AgentChannel::SendHeartbeat(std::chrono::milliseconds unanswered) {
   v1::AgentFrame frame;
   frame.mutable_liveness()->set_node_rank(options_.node_rank);
   frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
+  frame.mutable_liveness()->set_retransmitted(Retransmitted());
   return Send(Framed(frame), /*skippable=*/true);
 }
 
@@ -315,6 +321,7 @@ bool AgentChannel::SendProgress(const NodeProgress& progress, std::chrono::milli
   v1::AgentFrame frame;
   frame.mutable_liveness()->set_node_rank(options_.node_rank);
   frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
+  frame.mutable_liveness()->set_retransmitted(Retransmitted());
   ToProto(progress, frame.mutable_liveness()->mutable_progress());
   return Send(Framed(frame), /*skippable=*/true);
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/io/tcp_retransmits.h"
 #include "runtime/service/types.h"
 #include "runtime/transport/grpc_client.h"
 
@@ -72,6 +73,8 @@ class AgentChannel final : public AgentStream {
   // Frames a message: skippable ones (heartbeats) are dropped while a write is in progress or before the
   // connection exists; the others wait for either.
   bool Send(const std::string& frame, bool skippable);
+  // The connection's retransmissions since the previous heartbeat (0 before it exists).
+  uint32_t Retransmitted();
   void EndCalls(const Status& status);
 
   AgentChannelOptions options_;
@@ -84,8 +87,9 @@ class AgentChannel final : public AgentStream {
   std::string connected_;  // under mu_
   int port_ = 0;           // the reader thread's: the connected address's port
   std::condition_variable cv_;
-  int fd_ = -1;          // once connected
-  std::string pending_;  // frames sent before the connection existed
+  int fd_ = -1;                    // once connected
+  RetransmitCounter retransmits_;  // under mu_: what heartbeats report of the connection
+  std::string pending_;            // frames sent before the connection existed
   bool closing_ = false;
   bool ended_ = false;
   uint64_t next_call_ = 1;

@@ -474,7 +474,7 @@ class AgentChannelServer::Loop {
       QueueEvent(conn, wire, JobEvent{});
     } else if (!message.has_join() && !message.has_success()) {
       service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()),
-                         conn->retransmits.Since(conn->fd));
+                         conn->retransmits.Since(conn->fd) + message.retransmitted());
     }
     if (message.has_join()) {
       NodeJoin join = FromProto(message.join());
