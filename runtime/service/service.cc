@@ -413,7 +413,7 @@ void CoordinationService::Broadcast(const JobEvent& event) {
 }
 
 void CoordinationService::StopJob(const FailedWorker& failure, Completions& completions,
-                                  bool coordinator_lost) {
+                                  bool coordinator_lost, StopAudience audience) {
   held_failure_.reset();
   root_cause_ = failure;
   JobEvent event;
@@ -423,12 +423,16 @@ void CoordinationService::StopJob(const FailedWorker& failure, Completions& comp
   event.coordinator_lost = coordinator_lost;
   state_ = JobState::kStopped;
   exit_code_ = failure.exit_code;
-  final_event_ = event;
+  if (audience == StopAudience::kEveryone) final_event_ = event;
   ReleaseHeldWrites(completions);  // they are applied: nothing more will hold them
   Status aborted{StatusCode::kAborted, "the job stopped after " + DescribeFailure(failure)};
   FailRendezvous(aborted, completions);
   FailAllWaits(aborted, completions);
-  Broadcast(event);
+  if (audience == StopAudience::kEveryone) {
+    Broadcast(event);
+  } else if (const NodeState& host = nodes_[static_cast<size_t>(config_.host_agent)]; host.stream) {
+    sinks_[*host.stream](event);
+  }
 }
 
 void CoordinationService::RecordFailure(const FailedWorker& failure, bool allow_restart,

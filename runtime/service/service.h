@@ -277,7 +277,11 @@ class CoordinationService {
   void GrowWorld(Completions& completions);
   int Agents() const { return static_cast<int>(nodes_.size()); }
   // `coordinator_lost`: the job ends because its coordinator was (a standby's election failed).
-  void StopJob(const FailedWorker& failure, Completions& completions, bool coordinator_lost = false);
+  // kHostOnly: only this service's host leaves (it fenced itself); the others, if any still hear it, turn
+  // to the standby once its distrun exits, and a stream attached later is not told the job ended.
+  enum class StopAudience { kEveryone, kHostOnly };
+  void StopJob(const FailedWorker& failure, Completions& completions, bool coordinator_lost = false,
+               StopAudience audience = StopAudience::kEveryone);
   bool Fenced(int node_rank) const;  // lost in an elastic job: what it says is refused
   JobEvent FencedEvent(int node_rank) const;
   static void Run(Completions& completions);
@@ -301,14 +305,15 @@ class CoordinationService {
   // On the replicating standby's stream (Replicating() holds).
   void SendToStandby(StandbyUpdate update);
   // After a loss: the nodes this service no longer hears, with those that said within the heartbeat timeout
-  // that they hardly hear it or whose link dropped packets (a bad link of this host's: they may turn to the
-  // standby next), include the
+  // that they hardly hear it, whose link dropped packets or who are late (a bad link of this host's: they
+  // may turn to the standby next), include the
   // standby that acknowledged the epoch `standby_epoch_` and are a majority of its members, so the standby
   // may be taking the job over on the other side. Those nodes, or empty.
   std::vector<int> MayBeCutOff() const;
   // How `node` stands with this service's host for MayBeCutOff: lost, or it said within the heartbeat
-  // timeout that it hardly hears the host, or its heartbeats came only after retransmissions twice.
-  enum class Away { kNo, kLost, kHearsPoorly, kLossy };
+  // timeout that it hardly hears the host, or its heartbeats came only after retransmissions twice, or it
+  // has sent nothing for half the timeout.
+  enum class Away { kNo, kLost, kHearsPoorly, kLossy, kLate };
   Away AwayFromHost(int node, Clock::time_point now) const;
   // This service's host leaves the job (fenced, exit code 75) rather than go on beside a standby's.
   void FenceHost(const std::vector<int>& unheard, Completions& completions);

@@ -260,6 +260,9 @@ CoordinationService::Away CoordinationService::AwayFromHost(int node, Clock::tim
   };
   if (recent(state.heard_poorly)) return Away::kHearsPoorly;
   if (recent(state.lossy)) return Away::kLossy;
+  // Silent for half the timeout or more: at least one and a half of its heartbeat intervals missed.
+  if (state.heartbeat_deadline && *state.heartbeat_deadline - now <= config_.heartbeat_timeout / 2)
+    return Away::kLate;
   return Away::kNo;
 }
 
@@ -278,7 +281,7 @@ std::vector<int> CoordinationService::MayBeCutOff() const {
 }
 
 void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions& completions) {
-  std::vector<std::string> names, poorly, lossy;
+  std::vector<std::string> names, poorly, lossy, late;
   const Clock::time_point now = Now();
   for (int node : unheard) {
     const std::string name = NodeName(membership_.agents_of(node).front());
@@ -288,6 +291,9 @@ void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions
         break;
       case Away::kLossy:
         lossy.push_back(name);
+        break;
+      case Away::kLate:
+        late.push_back(name);
         break;
       default:
         names.push_back(name);
@@ -302,24 +308,12 @@ void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions
       (names.empty() ? std::string("its standby") : JoinNames(names)) +
       (poorly.empty() ? std::string() : ", and " + JoinNames(poorly) + " hardly hear it") +
       (lossy.empty() ? std::string() : ", and " + JoinNames(lossy) + " reach it only after retransmissions") +
+      (late.empty() ? std::string()
+                    : ", and " + JoinNames(late) + " sent nothing for half the heartbeat timeout") +
       ": " + std::to_string(unheard.size()) + " of the " + std::to_string(standby_epoch_->members.size()) +
       " nodes of epoch " + std::to_string(standby_epoch_->epoch) +
       ", its standby among them, may go on without it, so it stops rather than run beside them";
-  held_failure_.reset();
-  root_cause_ = f;
-  state_ = JobState::kStopped;
-  exit_code_ = kFencedExitCode;
-  ReleaseHeldWrites(completions);
-  Status aborted{StatusCode::kAborted, f.description};
-  FailRendezvous(aborted, completions);
-  FailAllWaits(aborted, completions);
-  // Only the host hears it: the others, if any are still here, turn to the standby when its distrun exits.
-  JobEvent event;
-  event.kind = JobEvent::Kind::kStop;
-  event.exit_code = kFencedExitCode;
-  event.root_cause = f;
-  const NodeState& host = nodes_[static_cast<size_t>(config_.host_agent)];
-  if (host.stream) sinks_[*host.stream](event);
+  StopJob(f, completions, /*coordinator_lost=*/false, StopAudience::kHostOnly);
 }
 
 }  // namespace distrun

@@ -412,6 +412,29 @@ TEST_F(WriteThroughTest, Node0OnALossyLinkStepsDownWhenLinksThatRetransmitMakeTh
             "standby among them, may go on without it, so it stops rather than run beside them");
 }
 
+TEST_F(WriteThroughTest, Node0StepsDownWhenTheStandbyIsLostAndTheOthersAreLate) {
+  StandbyReplica replica;
+  Apply(1, replica);
+  *now_ += 4s;
+  node0_->Heartbeat(streams_[1].id);
+  node0_->Heartbeat(streams_[3].id);
+  *now_ += 1s;  // node 2: nothing for 5 of the 10 s; node 3 for 1 s
+  node0_->DetachAgent(streams_[1].id);
+  EXPECT_FALSE(node0_->ExitCode());  // 2 of 4 away: no majority
+  EXPECT_EQ(node0_->CurrentRound(), 1);
+
+  *now_ += 4s;  // node 3 too, now
+  node0_->Heartbeat(streams_[2].id);
+  node0_->DetachAgent(streams_[2].id);
+  EXPECT_EQ(node0_->ExitCode(), kFencedExitCode);
+  EXPECT_EQ(
+      streams_[0].Last(JobEvent::Kind::kStop)->root_cause.description,
+      "fenced: this node hosts the job's coordinator but no longer hears node 1 (host-b), node 2 (host-c), "
+      "and "
+      "node 3 (host-d) sent nothing for half the heartbeat timeout: 3 of the 4 nodes of epoch 0, its standby "
+      "among them, may go on without it, so it stops rather than run beside them");
+}
+
 TEST_F(WriteThroughTest, RetransmissionsOnceOrLongAgoAreNotABadLink) {
   StandbyReplica replica;
   Apply(1, replica);
