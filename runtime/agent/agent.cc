@@ -239,7 +239,11 @@ void Agent::Push(const JobEvent& event) {
   if (event.kind == JobEvent::Kind::kRestart) restart_seen_ = std::max(restart_seen_, event.restart_round);
   // The job's end: nothing more to say, and the stream's end is expected now.
   if (event.kind == JobEvent::Kind::kStop || event.kind == JobEvent::Kind::kComplete) ended_ = true;
-  events_.push_back(event);
+  QueueEventLocked(event);
+}
+
+void Agent::QueueEventLocked(JobEvent event) {
+  events_.push_back(std::move(event));
   uint64_t one = 1;
   // The counter only says "look"; a full counter (never in practice) still reads as readable.
   [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
@@ -264,10 +268,7 @@ void Agent::CoordinatorLost(const std::string& why, uint64_t generation, bool ma
   e.root_cause.description = "lost the coordinator at " + coordinator_address_ + ": " + why;
   if (!failed_over_.empty()) e.root_cause.description += " (its standby, after " + failed_over_ + ")";
   e.coordinator_lost = true;
-  events_.push_back(e);
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
-  cv_.notify_all();
+  QueueEventLocked(std::move(e));
 }
 
 void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
@@ -296,10 +297,7 @@ void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
   turned.kind = JobEvent::Kind::kFailover;
   turned.notice =
       "lost the job's coordinator at " + from + "; its standby at " + target->address + " takes the job over";
-  events_.push_back(std::move(turned));
-  uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(event_fd_, &one, sizeof one);
-  cv_.notify_all();
+  QueueEventLocked(std::move(turned));
   // The standby has two heartbeat timeouts from now to answer (its first answer is the attach's): its port
   // opens only once it has lost the coordinator too.
   last_answer_ = std::chrono::steady_clock::now();

@@ -109,6 +109,8 @@ class Agent {
                                           const std::optional<NodeJoin>& first_join);
   std::shared_ptr<AgentStream> Stream() const;
   void Push(const JobEvent& event);
+  // Under mu_: for TakeEvents/WaitForEvent, and the event descriptor says "look".
+  void QueueEventLocked(JobEvent event);
   // `generation`: the stream that said so; a replaced stream's end changes nothing. `may_fail_over`: ask
   // on_coordinator_lost where to turn (else the job ends for this node).
   void CoordinatorLost(const std::string& why, uint64_t generation, bool may_fail_over = true);
