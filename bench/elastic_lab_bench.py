@@ -264,7 +264,8 @@ def run_trial(lab, launcher, scenario, distrun, timeout, lossy=(30, 50), victim=
             epochs = trial.epochs_started()
             # The job went on when its latest epoch's workers step; a node it went on without may have left
             # (its distrun ended: fenced, or a standby that could not take over), but the job must not end.
-            if not running or not trial.stepping(epochs[-1], running):
+            # Without a later epoch, the job went on only if it kept every node.
+            if not running or not trial.stepping(epochs[-1], running) or (epochs == [0] and len(running) < 3):
                 return f"ended (running: {', '.join(running) or 'none'}; epochs {epochs[0]}..{epochs[-1]})"
             if victim in running and epochs == [0]:
                 return f"kept {victim}"
