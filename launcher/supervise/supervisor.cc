@@ -523,6 +523,9 @@ void Supervisor::OnJobDecisions() {
             log_->error("{}", d.reason);
           }
           exit_code_ = d.exit_code;
+          // A worker that failed here first failed of what fenced the node (its peers went away): the
+          // fence is this node's end, not that worker.
+          root_cause_here_ = false;
         } else if (phase_ == Phase::kRunning && d.coordinator_lost && options_.elastic) {
           // Cut off (or node 0 is gone): the job may already go on without this node, so its workers end
           // now, without a grace period in which they could run beside the next epoch.
