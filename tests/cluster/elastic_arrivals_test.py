@@ -1,6 +1,7 @@
-"""Elastic jobs across the lab's hosts that change shape without a loss: a node that arrives later
-(`distrun --join`, a second srun step on the third host) grows a resize job's world, and a per-task job
-(one distrun per task, two per host) loses and replaces whole hosts. Real PyTorch workers (gloo) all-reduce
+"""Elastic jobs across the lab's hosts that change shape: a node that arrives later (`distrun --join`, a
+second srun step on the third host) grows a resize job's world or waits as a spare, which takes node 0's
+seat when node 0 is lost, and a per-task job (one distrun per task, two per host) loses and replaces whole
+hosts. Real PyTorch workers (gloo) all-reduce
 in a loop, check every sum against their epoch's world and resume from a checkpoint
 (examples/elastic_allreduce.py); tearDown checks that nothing of the job is left on any host."""
 import os
@@ -98,6 +99,32 @@ class ElasticReshape(JobRuntimeCase):
                          [(1, 0, 3, 0, 3, NODES[0]), (1, 1, 3, 1, 3, NODES[1]), (1, 2, 3, 2, 3, NODES[2])], out)
         self.assertIn("it joins the world at the next restart (--scale-up next-restart)", self.read("first-0.err"))
         self.assertIn("restarting all workers (restart 1 of 1, --max-restarts)", self.read("first-0.err"))
+
+    def test_spares_an_arrived_spare_takes_node_0s_seat_when_the_standby_takes_over(self):
+        # Node 0's loss under spares needs three seated nodes (a majority without node 0) and a spare: the lab's
+        # three hosts hold the seated ones, and a second distrun on the third host arrives as the spare.
+        env = self.env()
+        common = ["--nnodes", "3:4", "--elastic-policy", "spares", "--run-id", self.marker_value,
+                  "--nproc-per-node", "1", "--grace-period", "3"]
+        first = self.srun_popen(["-N3", "--ntasks-per-node=1", "--no-kill", "--output", self.path("first-%t.out"),
+                                 "--error", self.path("first-%t.err"), DISTRUN, "--coordinator-port", PORT, *common,
+                                 "--", *self.train(80)], env=env)
+        self.wait_for_steps(3, first)
+        late = self.arrive(common, 80, env)
+        self.assertTrue(wait_for(lambda: os.path.exists(self.path("late.err")) and
+                                 "this node is a hot spare" in self.read("late.err"), timeout=BOUND), self.outputs())
+        [node0] = distrun_pids_on(NODES[0], self.marker)
+        os.kill(node0, signal.SIGKILL)
+        first.communicate(timeout=BOUND)
+        late.communicate(timeout=BOUND)
+        out = self.outputs()
+        self.assertEqual(late.returncode, 0, out)
+        rows = sorted(self.finished("first-1.out") + self.finished("first-2.out") + self.finished("late.out"))
+        # Epoch 1: the spare in node 0's seat (rank 0), the standby (node2) and node3's first distrun in theirs.
+        self.assertEqual([(r[1], r[2], r[5]) for r in rows if r[0] == 1],
+                         [(0, 3, NODES[2]), (1, 3, NODES[1]), (2, 3, NODES[2])], out)
+        self.assertEqual(self.finished("first-0.out"), [], out)
+        self.assertIn("took over with 3 node(s)", self.read("first-1.err"), out)
 
     def test_per_task_spares_count_hosts_and_a_lost_host_is_replaced_whole(self):
         p = self.srun_popen(["-N3", "--ntasks-per-node=2", "--no-kill", "--output", self.path("task-%t.out"),
