@@ -272,7 +272,8 @@ class TorchHang(HangCase):
             status = f.read()
         self.assertTrue(status.startswith("rc 0\n"), status)
         self.assertIn("job running, epoch 0, 1 node(s)", status)
-        self.assertRegex(status, r"(?m)^\s+node 0 \(.*\): 4 workers$")
+        # Quiet once the ranks waited longer than the quiet minimum for rank 0's stacks (slow builds): still healthy.
+        self.assertRegex(status, r"(?m)^\s+node 0 \(.*\): 4 workers(, quiet for \S+)?$")
         self.assertRegex(status, r"(?m)^hang watch: .*4s")
         self.assertRegex(status, r"(?m)^\s+rank\s+step\s+steps/s\s+last report$")
         rows = re.findall(r"(?m)^\s+(\d+)\s+(-?\d+)\s+[\d.]+\s+\S+ ago \(pid \d+\)", status)
