@@ -373,11 +373,11 @@ void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::millisecond
   }
   // Later than the deadline it replaces, so the earliest deadline stays a lower bound.
   NodeState& node = nodes_[static_cast<size_t>(it->second)];
-  node.heartbeat_deadline = Now() + config_.heartbeat_timeout;
-  if (unanswered * 2 < config_.heartbeat_timeout) node.heard_well = Now();
-  if (unanswered * 5 >= config_.heartbeat_timeout * 2) node.heard_poorly = Now();
+  const Clock::time_point now = Now();
+  node.heartbeat_deadline = now + config_.heartbeat_timeout;
+  if (unanswered * 2 < config_.heartbeat_timeout) node.heard_well = now;
+  if (unanswered * 5 >= config_.heartbeat_timeout * 2) node.heard_poorly = now;
   if (retransmitted > 0) {
-    const Clock::time_point now = Now();
     if (retransmitted > 1 || (node.retransmitted && now - *node.retransmitted <= config_.heartbeat_timeout))
       node.lossy = now;
     node.retransmitted = now;

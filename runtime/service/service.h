@@ -304,19 +304,19 @@ class CoordinationService {
   void ReleaseHeldWrites(Completions& completions);
   // On the replicating standby's stream (Replicating() holds).
   void SendToStandby(StandbyUpdate update);
-  // After a loss: the nodes this service no longer hears, with those that said within the heartbeat timeout
-  // that they hardly hear it, whose link dropped packets or who are late (a bad link of this host's: they
-  // may turn to the standby next), include the
-  // standby that acknowledged the epoch `standby_epoch_` and are a majority of its members, so the standby
-  // may be taking the job over on the other side. Those nodes, or empty.
-  std::vector<int> MayBeCutOff() const;
   // How `node` stands with this service's host for MayBeCutOff: lost, or it said within the heartbeat
   // timeout that it hardly hears the host, or its heartbeats came only after retransmissions twice, or it
   // has sent nothing for half the timeout.
   enum class Away { kNo, kLost, kHearsPoorly, kLossy, kLate };
   Away AwayFromHost(int node, Clock::time_point now) const;
+  // After a loss: the nodes this service no longer hears, with those that said within the heartbeat timeout
+  // that they hardly hear it, whose link dropped packets or who are late (a bad link of this host's: they
+  // may turn to the standby next), include the standby that acknowledged the epoch `standby_epoch_` and are
+  // a majority of its members, so the standby may be taking the job over on the other side. Those nodes,
+  // each with how it is away (FenceHost names them so), or empty.
+  std::vector<std::pair<int, Away>> MayBeCutOff() const;
   // This service's host leaves the job (fenced, exit code 75) rather than go on beside a standby's.
-  void FenceHost(const std::vector<int>& unheard, Completions& completions);
+  void FenceHost(const std::vector<std::pair<int, Away>>& unheard, Completions& completions);
   // Records that `agent`'s node was lost (with every agent of it); returns the agents newly lost.
   std::vector<int> RecordLoss(int agent, Membership::Loss* loss);
   // service_diagnosis.cc: the hang and stall watch, and stack requests, on every Tick.

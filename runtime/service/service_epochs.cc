@@ -50,7 +50,7 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   Membership::Loss loss{};
   const std::vector<int> gone = RecordLoss(node_rank, &loss);
   if (loss == Membership::Loss::kAlreadyLost) return;
-  if (std::vector<int> unheard = MayBeCutOff(); !unheard.empty()) {
+  if (auto unheard = MayBeCutOff(); !unheard.empty()) {
     FenceHost(unheard, completions);
     return;
   }

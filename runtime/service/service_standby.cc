@@ -266,26 +266,26 @@ CoordinationService::Away CoordinationService::AwayFromHost(int node, Clock::tim
   return Away::kNo;
 }
 
-std::vector<int> CoordinationService::MayBeCutOff() const {
+std::vector<std::pair<int, CoordinationService::Away>> CoordinationService::MayBeCutOff() const {
   if (!standby_epoch_) return {};
   const Clock::time_point now = Now();
   // The standby is here: nobody else can take over.
   if (AwayFromHost(standby_epoch_->standby_node, now) == Away::kNo) return {};
-  std::vector<int> unheard;
+  std::vector<std::pair<int, Away>> unheard;
   for (int node : standby_epoch_->members) {
-    if (AwayFromHost(node, now) != Away::kNo) unheard.push_back(node);
+    if (Away away = AwayFromHost(node, now); away != Away::kNo) unheard.emplace_back(node, away);
   }
   if (!IsMajority(static_cast<int>(unheard.size()), static_cast<int>(standby_epoch_->members.size())))
     return {};
   return unheard;
 }
 
-void CoordinationService::FenceHost(const std::vector<int>& unheard, Completions& completions) {
+void CoordinationService::FenceHost(const std::vector<std::pair<int, Away>>& unheard,
+                                    Completions& completions) {
   std::vector<std::string> names, poorly, lossy, late;
-  const Clock::time_point now = Now();
-  for (int node : unheard) {
+  for (const auto& [node, away] : unheard) {
     const std::string name = NodeName(membership_.agents_of(node).front());
-    switch (AwayFromHost(node, now)) {
+    switch (away) {
       case Away::kHearsPoorly:
         poorly.push_back(name);
         break;
