@@ -288,17 +288,17 @@ bool AgentChannel::Send(const std::string& frame, bool skippable) {
   return WriteAll(fd, frame);
 }
 
-uint32_t AgentChannel::Retransmitted() {
-  std::lock_guard lock(mu_);
-  return fd_ >= 0 ? retransmits_.Since(fd_) : 0;
-}
-
-bool AgentChannel::SendHeartbeat(std::chrono::milliseconds unanswered) {
+v1::AgentFrame AgentChannel::Beat(std::chrono::milliseconds unanswered) {
   v1::AgentFrame frame;
   frame.mutable_liveness()->set_node_rank(options_.node_rank);
   frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
-  frame.mutable_liveness()->set_retransmitted(Retransmitted());
-  return Send(Framed(frame), /*skippable=*/true);
+  std::lock_guard lock(mu_);
+  if (fd_ >= 0) frame.mutable_liveness()->set_retransmitted(retransmits_.Since(fd_));
+  return frame;
+}
+
+bool AgentChannel::SendHeartbeat(std::chrono::milliseconds unanswered) {
+  return Send(Framed(Beat(unanswered)), /*skippable=*/true);
 }
 
 bool AgentChannel::SendJoin(const NodeJoin& join) {
@@ -318,10 +318,7 @@ bool AgentChannel::SendSuccess(int restart_round) {
 }
 
 bool AgentChannel::SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) {
-  v1::AgentFrame frame;
-  frame.mutable_liveness()->set_node_rank(options_.node_rank);
-  frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
-  frame.mutable_liveness()->set_retransmitted(Retransmitted());
+  v1::AgentFrame frame = Beat(unanswered);
   ToProto(progress, frame.mutable_liveness()->mutable_progress());
   return Send(Framed(frame), /*skippable=*/true);
 }

@@ -20,6 +20,9 @@
 #include "runtime/transport/grpc_client.h"
 
 namespace distrun {
+namespace v1 {
+class AgentFrame;  // runtime/distrun.proto
+}  // namespace v1
 
 struct AgentChannelOptions {
   // The coordinator, host:port or [v6]:port; or several, comma-separated, tried in that order on each
@@ -73,8 +76,9 @@ class AgentChannel final : public AgentStream {
   // Frames a message: skippable ones (heartbeats) are dropped while a write is in progress or before the
   // connection exists; the others wait for either.
   bool Send(const std::string& frame, bool skippable);
-  // The connection's retransmissions since the previous heartbeat (0 before it exists).
-  uint32_t Retransmitted();
+  // A heartbeat: who speaks, how long it heard nothing, and the connection's retransmissions since the
+  // previous one.
+  v1::AgentFrame Beat(std::chrono::milliseconds unanswered);
   void EndCalls(const Status& status);
 
   AgentChannelOptions options_;
