@@ -152,6 +152,8 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
     lock.lock();
   }
   if (!join_answer_) {
+    // Lost after a failover (the standby's host too, say): the join names both losses, as the stop does.
+    if (!stopped_after_failover_.empty()) return {StatusCode::kUnavailable, stopped_after_failover_};
     return {StatusCode::kUnavailable,
             lost_reason_.empty()
                 ? "no answer from the distrun runtime at " + coordinator_address_ +
@@ -250,15 +252,19 @@ void Agent::QueueEventLocked(JobEvent event) {
   cv_.notify_all();
 }
 
-void Agent::CoordinatorLost(const std::string& why, uint64_t generation, bool may_fail_over) {
+void Agent::CoordinatorLost(const std::string& why, uint64_t generation) {
   std::lock_guard lock(mu_);
   if (ended_ || closing_) return;  // the end of the stream after the job's end is expected
   if (generation != generation_ || failover_why_) return;  // a stream left behind, or turning already
-  if (may_fail_over && config_.on_coordinator_lost) {
+  if (config_.on_coordinator_lost) {
     failover_why_ = why;  // the heartbeat thread asks where to turn: the hook may start a service
     cv_.notify_all();
     return;
   }
+  StopForLostCoordinatorLocked(why);
+}
+
+void Agent::StopForLostCoordinatorLocked(const std::string& why) {
   ended_ = true;
   JobEvent e;
   e.kind = JobEvent::Kind::kStop;
@@ -266,7 +272,10 @@ void Agent::CoordinatorLost(const std::string& why, uint64_t generation, bool ma
   e.root_cause.node_rank = -1;
   e.root_cause.host = coordinator_address_;
   e.root_cause.description = "lost the coordinator at " + coordinator_address_ + ": " + why;
-  if (!failed_over_.empty()) e.root_cause.description += " (its standby, after " + failed_over_ + ")";
+  if (!failed_over_.empty()) {
+    e.root_cause.description += " (its standby, after " + failed_over_ + ")";
+    stopped_after_failover_ = e.root_cause.description;  // what a join in progress answers: both losses
+  }
   e.coordinator_lost = true;
   QueueEventLocked(std::move(e));
 }
@@ -280,12 +289,11 @@ void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
   failover_why_.reset();
   if (closing_ || ended_) return;
   if (!target) {
-    // Nowhere to turn: the job is over for this node, as without a standby.
-    const uint64_t generation = generation_;
-    stream_closed_ = true;  // a join in progress ends too
-    cv_.notify_all();
+    // Nowhere to turn: the job is over for this node, as without a standby. A join in progress ends too,
+    // and sees the stop's reason (set under the same lock).
+    stream_closed_ = true;
+    StopForLostCoordinatorLocked(why);
     lock.unlock();
-    CoordinatorLost(why, generation, /*may_fail_over=*/false);
     Stream()->Close();
     lock.lock();
     return;

@@ -111,9 +111,10 @@ class Agent {
   void Push(const JobEvent& event);
   // Under mu_: for TakeEvents/WaitForEvent, and the event descriptor says "look".
   void QueueEventLocked(JobEvent event);
-  // `generation`: the stream that said so; a replaced stream's end changes nothing. `may_fail_over`: ask
-  // on_coordinator_lost where to turn (else the job ends for this node).
-  void CoordinatorLost(const std::string& why, uint64_t generation, bool may_fail_over = true);
+  // `generation`: the stream that said so; a replaced stream's end changes nothing. With on_coordinator_lost
+  // the heartbeat thread asks where to turn (FailOver); without, the job ends for this node.
+  void CoordinatorLost(const std::string& why, uint64_t generation);
+  void StopForLostCoordinatorLocked(const std::string& why);  // queues the job's end for this node
   // On the heartbeat thread: turns to the standby the hook names, or ends the job as lost.
   void FailOver(std::unique_lock<std::mutex>& lock);
   void HeartbeatLoop();
@@ -154,7 +155,8 @@ class Agent {
   std::optional<std::string> failover_why_;
   std::string coordinator_address_;
   std::string failed_over_;  // "the coordinator at A was lost (why)", once the agent turned to a standby
-  int agent_number_ = -1;    // as the coordinator numbered this node (an arrival's, once admitted)
+  std::string stopped_after_failover_;  // the stop's reason, once the standby was lost too
+  int agent_number_ = -1;               // as the coordinator numbered this node (an arrival's, once admitted)
 
   // Node 0's agent calls the service in its own process (InProcessStream); every other one speaks the agent
   // channel. Replaced on a failover: callers hold their copy for the call.

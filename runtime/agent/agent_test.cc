@@ -13,6 +13,7 @@
 #include "runtime/transport/grpc_client.h"
 #include "runtime/transport/grpc_server.h"
 #include "runtime/transport/test_node0.h"
+#include "runtime/transport/test_slow_proxy.h"
 
 namespace distrun {
 namespace {
@@ -69,6 +70,8 @@ class AgentTest : public ::testing::Test {
     if (::poll(&p, 1, static_cast<int>(timeout.count())) != 1) return {};
     return agent.TakeEvents();
   }
+
+  void LoseNode0ThenItsStandby(bool while_joining);
 
   void TearDown() override {
     server.reset();
@@ -173,7 +176,9 @@ TEST_F(AgentTest, TheStandbyHoldsTheJobAndEveryWriteOfAJobKeyWaitsForIt) {
   EXPECT_FALSE(a0->StandbyCopy());
 }
 
-TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) {
+// Node 0 is lost, then its standby, which took the job over: either once epoch 1 runs, or while the last
+// agent still waits in epoch 1's rendezvous (the standby's host lost a moment after node 0's).
+void AgentTest::LoseNode0ThenItsStandby(bool while_joining) {
   ServiceConfig sc = testing::TestServiceConfig(3);
   sc.run_id = "r";
   sc.worker_token = "w";
@@ -184,6 +189,10 @@ TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) 
   // The standby's port is bound from the start; its service exists only once node 0 is lost.
   auto standby_port = std::make_shared<ListeningSocket>(ListeningSocket::Open("127.0.0.1", 0));
   const std::string standby_address = "127.0.0.1:" + std::to_string(standby_port->port());
+  // Node 2 reaches the standby through a proxy: its end is the standby host's death as node 2 sees it, the
+  // connection closed with nothing answered (the standby's own shutdown would answer a pending join).
+  auto proxy = std::make_unique<testing::SlowProxy>(standby_port->port(), 0ms);
+  const std::string proxied_address = "127.0.0.1:" + std::to_string(proxy->port());
   std::unique_ptr<CoordinationService> standby_service;
   std::unique_ptr<GrpcServer> standby_server;
   std::unique_ptr<Agent> a1;
@@ -219,7 +228,7 @@ TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) 
   bool a2_turned = false;
   auto a2 = make(2, [&](const std::string&) -> std::optional<FailoverTarget> {
     if (std::exchange(a2_turned, true)) return std::nullopt;
-    return FailoverTarget{standby_address, nullptr, nullptr};
+    return FailoverTarget{proxied_address, nullptr, nullptr};
   });
   auto first = JoinAll({a0.get(), a1.get(), a2.get()});
   ASSERT_EQ(first[2].standby_agent, 1);
@@ -236,8 +245,8 @@ TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) 
     std::optional<JobEvent> turned = a->WaitForEvent(5s);  // for the supervisor: its workers end now
     ASSERT_TRUE(turned);
     ASSERT_EQ(turned->kind, JobEvent::Kind::kFailover);
-    EXPECT_NE(turned->notice.find("its standby at " + standby_address + " takes the job over"),
-              std::string::npos)
+    const std::string& reached = a == a1.get() ? standby_address : proxied_address;
+    EXPECT_NE(turned->notice.find("its standby at " + reached + " takes the job over"), std::string::npos)
         << turned->notice;
     std::optional<JobEvent> e = a->WaitForEvent(5s);
     ASSERT_TRUE(e);
@@ -247,7 +256,24 @@ TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) 
               std::string::npos)
         << e->root_cause.description;
   }
-  EXPECT_EQ(a2->coordinator_address(), standby_address);
+  EXPECT_EQ(a2->coordinator_address(), proxied_address);
+  if (while_joining) {
+    auto join = std::async(std::launch::async, [&] {
+      NodeAssignment out;
+      return a2->Join(1, &out);
+    });
+    EXPECT_EQ(join.wait_for(200ms), std::future_status::timeout);  // it waits for node 1's join
+    proxy.reset();
+    Status s = join.get();
+    EXPECT_EQ(s.code, StatusCode::kUnavailable);
+    EXPECT_TRUE(s.message.starts_with("lost the coordinator at " + proxied_address)) << s.message;
+    EXPECT_NE(s.message.find("(its standby, after the coordinator at"), std::string::npos) << s.message;
+    std::optional<JobEvent> end = a2->WaitForEvent(5s);
+    ASSERT_TRUE(end);
+    EXPECT_EQ(end->kind, JobEvent::Kind::kStop);
+    EXPECT_EQ(end->root_cause.description, s.message);
+    return;
+  }
   auto second = JoinAll({a1.get(), a2.get()}, 1);
   EXPECT_EQ(second[0].num_nodes, 2);
   EXPECT_EQ(second[1].num_processes, 2);
@@ -266,11 +292,17 @@ TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) 
   ASSERT_TRUE(end);
   EXPECT_EQ(end->kind, JobEvent::Kind::kStop);
   EXPECT_TRUE(end->coordinator_lost);
-  EXPECT_NE(end->root_cause.description.find("lost the coordinator at " + standby_address), std::string::npos)
+  EXPECT_NE(end->root_cause.description.find("lost the coordinator at " + proxied_address), std::string::npos)
       << end->root_cause.description;
   EXPECT_NE(end->root_cause.description.find("its standby, after the coordinator at"), std::string::npos)
       << end->root_cause.description;
 }
+
+TEST_F(AgentTest, WhenNode0IsLostTheAgentsTurnToTheStandbyWhichTakesTheJobOver) {
+  LoseNode0ThenItsStandby(/*while_joining=*/false);
+}
+
+TEST_F(AgentTest, AJoinCutShortByTheStandbysLossNamesBothLosses) { LoseNode0ThenItsStandby(true); }
 
 TEST_F(AgentTest, AgentGoneStopsTheOthers) {
   StartServer(2);
