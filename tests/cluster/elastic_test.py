@@ -427,11 +427,20 @@ class ElasticAcrossHosts(JobRuntimeCase):
             self.assertIn("fenced: this node hosts the job's coordinator", self.read("0.err"), out)
 
     def test_resize_node_0_and_its_standby_lost_together_end_the_job_naming_both(self):
+        self.lose_node_0_and_its_standby(apart=0)
+
+    def test_resize_node_0_and_its_standby_lost_a_moment_apart_end_the_job_naming_both(self):
+        # 0.1 s apart, the standby has mostly taken over already: node3 hears of its loss in epoch 1's
+        # rendezvous (seen at 0.05 s and 0.1 s in the lab; at 0.02 s, in the running epoch).
+        self.lose_node_0_and_its_standby(apart=0.1)
+
+    def lose_node_0_and_its_standby(self, apart):
         p = self.start("--nnodes", "1:3")
         victims = distrun_pids_on(NODES[0], self.marker) + distrun_pids_on(NODES[1], self.marker)
         self.assertEqual(len(victims), 2, self.outputs())
-        for pid in victims:
-            os.kill(pid, signal.SIGKILL)
+        os.kill(victims[0], signal.SIGKILL)
+        time.sleep(apart)
+        os.kill(victims[1], signal.SIGKILL)
         _, err = p.communicate(timeout=BOUND)
         out = self.outputs() + err
         # node3 turns to node2, which is gone too: with nowhere left to turn, its job ends (its workers may
