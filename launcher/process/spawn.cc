@@ -30,7 +30,9 @@ namespace {
 // stack for a corrupted one.
 #define DISTRUN_CHILD_SIDE __attribute__((no_sanitize("address")))
 
-// What the child writes to the report pipe when it cannot exec; nothing arrives when exec succeeds.
+// What the child leaves in the parent's memory (CLONE_VM) when it cannot exec, before it exits; untouched
+// when exec succeeds. The parent reads it only once the child has exec'd or exited (CLONE_VFORK), as
+// glibc's posix_spawn reads its child's errno: no report pipe, four system calls less per worker.
 struct ChildReport {
   int stage;      // kStage*
   int error;      // errno
@@ -40,11 +42,10 @@ constexpr int kStageSetup = 1;
 constexpr int kStageExec = 2;
 constexpr int kStageAffinity = 3;
 
-[[noreturn]] DISTRUN_CHILD_SIDE void ChildFail(int report_fd, int stage, int error, int candidate) {
-  ChildReport report{stage, error, candidate};
-  // A short write is impossible for a few bytes on a fresh pipe; there is nobody to tell if it fails.
-  ssize_t ignored = ::write(report_fd, &report, sizeof(report));
-  (void)ignored;
+[[noreturn]] DISTRUN_CHILD_SIDE void ChildFail(ChildReport* report, int stage, int error, int candidate) {
+  report->stage = stage;
+  report->error = error;
+  report->candidate = candidate;
   ::_exit(127);
 }
 
@@ -61,7 +62,7 @@ struct ChildPlan {
   int stdin_fd = -1;  // -1: keep distrun's stdin
   int stdout_fd = -1;
   int stderr_fd = -1;
-  int report_fd = -1;
+  ChildReport* report = nullptr;  // the parent's, written only on failure
   bool foreground = false;
   std::vector<const char*> candidates;
   char* const* argv = nullptr;
@@ -75,7 +76,7 @@ struct ChildPlan {
 [[noreturn]] DISTRUN_CHILD_SIDE void RunChild(const ChildPlan& p) {
   // Own process group: distrun signals the worker and everything it starts with kill(-pgid).
   ::setpgid(0, 0);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(p.report_fd, kStageSetup, errno, -1);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(p.report, kStageSetup, errno, -1);
   // distrun may have died between fork and prctl; the death signal would then never come.
   if (::getppid() != p.parent) ::_exit(127);
   // Under Yama ptrace_scope=1 only an ancestor or a registered tracer may attach: this lets the gdb that
@@ -86,11 +87,11 @@ struct ChildPlan {
   // ignored here, so a background caller may do it).
   if (p.foreground) ::tcsetpgrp(STDIN_FILENO, ::getpid());
   if (p.descriptor_limit != nullptr && ::setrlimit(RLIMIT_NOFILE, p.descriptor_limit) != 0) {
-    ChildFail(p.report_fd, kStageSetup, errno, -1);
+    ChildFail(p.report, kStageSetup, errno, -1);
   }
   // Before exec, so the worker's first instruction already runs on its CPUs (and its threads inherit them).
   if (p.cpu_mask != nullptr) {
-    if (int error = ApplyCpuMask(*p.cpu_mask); error != 0) ChildFail(p.report_fd, kStageAffinity, error, -1);
+    if (int error = ApplyCpuMask(*p.cpu_mask); error != 0) ChildFail(p.report, kStageAffinity, error, -1);
   }
 
   struct sigaction dfl;
@@ -103,9 +104,9 @@ struct ChildPlan {
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
 
-  if (p.stdin_fd >= 0 && !MoveFd(p.stdin_fd, STDIN_FILENO)) ChildFail(p.report_fd, kStageSetup, errno, -1);
-  if (!MoveFd(p.stdout_fd, STDOUT_FILENO)) ChildFail(p.report_fd, kStageSetup, errno, -1);
-  if (!MoveFd(p.stderr_fd, STDERR_FILENO)) ChildFail(p.report_fd, kStageSetup, errno, -1);
+  if (p.stdin_fd >= 0 && !MoveFd(p.stdin_fd, STDIN_FILENO)) ChildFail(p.report, kStageSetup, errno, -1);
+  if (!MoveFd(p.stdout_fd, STDOUT_FILENO)) ChildFail(p.report, kStageSetup, errno, -1);
+  if (!MoveFd(p.stderr_fd, STDERR_FILENO)) ChildFail(p.report, kStageSetup, errno, -1);
 
   // execvp's rules, with the worker's PATH rather than distrun's.
   int error = ENOENT;
@@ -119,7 +120,7 @@ struct ChildPlan {
       // A script without "#!": execvp runs it with /bin/sh.
       p.sh_argv[1] = const_cast<char*>(p.candidates[i]);
       ::execve("/bin/sh", p.sh_argv, p.envp);
-      ChildFail(p.report_fd, kStageExec, errno, index);
+      ChildFail(p.report, kStageExec, errno, index);
     }
     if (e == EACCES) {
       if (!denied) failed = index;
@@ -130,10 +131,10 @@ struct ChildPlan {
       if (!denied) failed = index;
       continue;
     }
-    ChildFail(p.report_fd, kStageExec, e, index);
+    ChildFail(p.report, kStageExec, e, index);
   }
   if (denied) error = EACCES;
-  ChildFail(p.report_fd, kStageExec, error, failed);
+  ChildFail(p.report, kStageExec, error, failed);
 }
 
 DISTRUN_CHILD_SIDE int RunChildEntry(void* plan) { RunChild(*static_cast<const ChildPlan*>(plan)); }
@@ -234,7 +235,7 @@ std::vector<std::string> ExecCandidates(const std::string& file, const std::stri
   return out;
 }
 
-Child Child::Start(const SpawnSpec& spec) {
+Child Child::Start(const SpawnSpec& spec, int dev_null) {
   if (spec.argv.empty() || spec.argv.front().empty()) {
     throw SpawnError(SpawnError::Kind::kNotFound, ENOENT, "the worker command is empty");
   }
@@ -257,20 +258,23 @@ Child Child::Start(const SpawnSpec& spec) {
   for (size_t i = 1; i < spec.argv.size(); ++i) sh_argv.push_back(const_cast<char*>(spec.argv[i].c_str()));
   sh_argv.push_back(nullptr);
 
-  UniqueFd dev_null;
-  if (!spec.inherit_stdin) dev_null = OpenDevNull();
+  UniqueFd own_dev_null;
+  if (!spec.inherit_stdin && dev_null < 0) {
+    own_dev_null = OpenDevNull();
+    dev_null = own_dev_null.get();
+  }
   Child child;
-  UniqueFd out_w, err_w, report_r, report_w;
+  UniqueFd out_w, err_w;
   MakePipe(child.stdout_, out_w);
   MakePipe(child.stderr_, err_w);
-  MakePipe(report_r, report_w);
 
+  ChildReport report{};
   ChildPlan plan;
   plan.parent = ::getpid();
-  plan.stdin_fd = dev_null.get();
+  plan.stdin_fd = spec.inherit_stdin ? -1 : dev_null;
   plan.stdout_fd = out_w.get();
   plan.stderr_fd = err_w.get();
-  plan.report_fd = report_w.get();
+  plan.report = &report;
   plan.foreground = spec.foreground && spec.inherit_stdin;
   for (const std::string& c : candidates) plan.candidates.push_back(c.c_str());
   plan.argv = argv.data();
@@ -295,18 +299,8 @@ Child Child::Start(const SpawnSpec& spec) {
   if (plan.foreground) ::tcsetpgrp(STDIN_FILENO, pid);
   out_w.Reset();
   err_w.Reset();
-  report_w.Reset();
-  dev_null.Reset();
 
-  ChildReport report{};
-  size_t got = 0;
-  while (got < sizeof(report)) {
-    ssize_t n = ::read(report_r.get(), reinterpret_cast<char*>(&report) + got, sizeof(report) - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  if (got == sizeof(report)) {
+  if (report.stage != 0) {
     child.Wait();
     if (report.stage == kStageAffinity) {
       throw SpawnError(SpawnError::Kind::kSystem, report.error,
@@ -324,9 +318,8 @@ Child Child::Start(const SpawnSpec& spec) {
     throw SpawnError(kind, report.error,
                      ExecFailureMessage(spec.argv.front(), report, candidates, path ? &path_value : nullptr));
   }
-  for (const UniqueFd* fd : {&child.stdout_, &child.stderr_}) {
-    ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
-  }
+  // A pipe's read end has no other status flag to keep.
+  for (const UniqueFd* fd : {&child.stdout_, &child.stderr_}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
   return child;
 }
 
@@ -343,6 +336,9 @@ Spawner::~Spawner() {
 
 std::vector<SpawnOutcome> Spawner::Start(const std::vector<SpawnSpec>& specs) {
   std::vector<SpawnOutcome> out(specs.size());
+  // One /dev/null for every worker's stdin, open until the batch has started (if it cannot be opened,
+  // each start tries and reports why).
+  UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   const size_t wanted = std::min(threads_, specs.size());
   while (helpers_.size() + 1 < wanted) {
     try {
@@ -354,6 +350,7 @@ std::vector<SpawnOutcome> Spawner::Start(const std::vector<SpawnSpec>& specs) {
   std::unique_lock lock(mu_);
   specs_ = &specs;
   out_ = &out;
+  dev_null_ = dev_null.get();
   next_ = 0;
   ++batch_;
   work_cv_.notify_all();
@@ -361,6 +358,7 @@ std::vector<SpawnOutcome> Spawner::Start(const std::vector<SpawnSpec>& specs) {
   done_cv_.wait(lock, [this] { return busy_ == 0; });
   specs_ = nullptr;
   out_ = nullptr;
+  dev_null_ = -1;
   return out;
 }
 
@@ -381,9 +379,10 @@ void Spawner::Work(std::unique_lock<std::mutex>& lock) {
     const size_t i = next_++;
     const SpawnSpec& spec = (*specs_)[i];
     SpawnOutcome& outcome = (*out_)[i];
+    const int dev_null = dev_null_;
     lock.unlock();
     try {
-      outcome.child = Child::Start(spec);
+      outcome.child = Child::Start(spec, dev_null);
     } catch (...) {
       outcome.error = std::current_exception();
     }

@@ -59,7 +59,8 @@ class Child {
  public:
   // Starts the process in its own process group with stdout and stderr on pipes. Throws SpawnError; a
   // command that is not found or cannot be executed is reported here, not as an exit status.
-  static Child Start(const SpawnSpec& spec);
+  // `dev_null`: a descriptor of /dev/null to use for stdin (opened here when -1).
+  static Child Start(const SpawnSpec& spec, int dev_null = -1);
 
   Child() = default;
   Child(Child&& other) noexcept;
@@ -126,7 +127,8 @@ class Spawner {
   const std::vector<SpawnSpec>* specs_ = nullptr;
   std::vector<SpawnOutcome>* out_ = nullptr;
   size_t next_ = 0;
-  size_t busy_ = 0;  // threads inside Work
+  size_t busy_ = 0;    // threads inside Work
+  int dev_null_ = -1;  // the batch's /dev/null (-1: each start opens its own)
   uint64_t batch_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> helpers_;
