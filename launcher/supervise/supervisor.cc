@@ -79,7 +79,9 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
       // runs the children meanwhile (8 workers on 2 CPUs: 2 threads gave 0.97-1.01 of mpiexec, 4 gave
       // 0.97-0.98).
       spawner_(static_cast<size_t>(std::clamp(2 * env_.cpu_count, 1, 8))),
-      buffer_(kReadChunk) {
+      buffer_(kReadChunk) {}
+
+void Supervisor::PrepareScratch() {
   if (options_.export_torch) {
     std::optional<std::filesystem::path> log_dir;
     if (options_.log_dir) log_dir = *options_.log_dir;
@@ -330,6 +332,8 @@ int Supervisor::Run() {
     log_->error("{}; not starting the workers", pending_stop_->second);
     return pending_stop_->first;
   }
+  // After the sentinel's start began (SetUpProcess): its spawn runs beside these files and the runtime's.
+  PrepareScratch();
   try {
     std::string unhealthy = CheckNode(0);
     if (make_link_) {

@@ -109,6 +109,8 @@ class Supervisor {
   };
 
   void SetUpProcess();
+  // The workers' scratch files: torch's error files, the progress board, the Python site, stacks.
+  void PrepareScratch();
   // "" when the node is healthy (or has no --node-check); else why it is not.
   std::string CheckNode(int epoch);
   void ArmWatchdog(bool on);
