@@ -18,6 +18,7 @@
 
 #include "launcher/process/signal_names.h"
 #include "launcher/supervise/node_check.h"
+#include "launcher/supervise/scratch_parent.h"
 
 namespace distrun {
 namespace {
@@ -85,12 +86,12 @@ void Supervisor::PrepareScratch() {
   if (options_.export_torch) {
     std::optional<std::filesystem::path> log_dir;
     if (options_.log_dir) log_dir = *options_.log_dir;
-    error_files_.emplace(log_dir, env_.GetOr("TMPDIR", "/tmp"));
+    error_files_.emplace(log_dir, ScratchParent(env_));
     if (!error_files_->problem().empty()) log_->warn("{}", error_files_->problem());
   }
   std::vector<std::string> tool_env;
   for (const auto& [name, value] : env_.vars) tool_env.push_back(name + "=" + value);
-  worker_watch_.emplace(plan_.workers.size(), env_.GetOr("TMPDIR", "/tmp"), env_.hostname, kStacksTimeout,
+  worker_watch_.emplace(plan_.workers.size(), ScratchParent(env_), env_.hostname, kStacksTimeout,
                         std::move(tool_env));
   if (!worker_watch_->problem().empty()) log_->warn("{}", worker_watch_->problem());
 }
