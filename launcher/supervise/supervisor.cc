@@ -83,16 +83,16 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
       buffer_(kReadChunk) {}
 
 void Supervisor::PrepareScratch() {
+  const std::filesystem::path scratch = ScratchParent(env_);
   if (options_.export_torch) {
     std::optional<std::filesystem::path> log_dir;
     if (options_.log_dir) log_dir = *options_.log_dir;
-    error_files_.emplace(log_dir, ScratchParent(env_));
+    error_files_.emplace(log_dir, scratch);
     if (!error_files_->problem().empty()) log_->warn("{}", error_files_->problem());
   }
   std::vector<std::string> tool_env;
   for (const auto& [name, value] : env_.vars) tool_env.push_back(name + "=" + value);
-  worker_watch_.emplace(plan_.workers.size(), ScratchParent(env_), env_.hostname, kStacksTimeout,
-                        std::move(tool_env));
+  worker_watch_.emplace(plan_.workers.size(), scratch, env_.hostname, kStacksTimeout, std::move(tool_env));
   if (!worker_watch_->problem().empty()) log_->warn("{}", worker_watch_->problem());
 }
 
