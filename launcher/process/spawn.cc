@@ -294,8 +294,8 @@ Child Child::Start(const SpawnSpec& spec, int dev_null) {
   }
 
   child.pid_ = pid;
-  // Also set here, so that the group exists before distrun might signal it.
-  ::setpgid(pid, pid);
+  // No setpgid(pid, pid) here as after a fork: CLONE_VFORK returns once the child has exec'd or exited, so
+  // its own setpgid came first and the group exists (the call here always failed with EACCES).
   if (plan.foreground) ::tcsetpgrp(STDIN_FILENO, pid);
   out_w.Reset();
   err_w.Reset();
@@ -394,6 +394,7 @@ void Spawner::Work(std::unique_lock<std::mutex>& lock) {
 Child::Child(Child&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       reaped_(other.reaped_),
+      group_gone_(other.group_gone_),
       wait_status_(other.wait_status_),
       stdout_(std::move(other.stdout_)),
       stderr_(std::move(other.stderr_)) {}
@@ -403,6 +404,7 @@ Child& Child::operator=(Child&& other) noexcept {
     KillAndReap();
     pid_ = std::exchange(other.pid_, -1);
     reaped_ = other.reaped_;
+    group_gone_ = other.group_gone_;
     wait_status_ = other.wait_status_;
     stdout_ = std::move(other.stdout_);
     stderr_ = std::move(other.stderr_);
@@ -436,9 +438,12 @@ int Child::Wait() {
   return wait_status_;
 }
 
-bool Child::SignalGroup(int signal) const {
-  if (pid_ <= 0) return false;
-  return ::kill(-pid_, signal) == 0;
+bool Child::SignalGroup(int signal) {
+  if (pid_ <= 0 || group_gone_) return false;
+  if (::kill(-pid_, signal) == 0) return true;
+  // Until the reap the zombie leader still counts as a member: ESRCH means something else then.
+  if (errno == ESRCH && reaped_) group_gone_ = true;
+  return false;
 }
 
 std::string DescribeWaitStatus(int wait_status) {

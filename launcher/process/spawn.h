@@ -82,14 +82,18 @@ class Child {
   // Blocks until the child exits and reaps it; returns the wait status.
   int Wait();
 
-  // Sends `signal` to the child's process group; false when no process of the group is left.
-  bool SignalGroup(int signal) const;
+  // Sends `signal` to the child's process group; false when no process of the group is left. Once the
+  // child is reaped and its group found empty, the group is gone for good (nothing can join an empty
+  // group) and is never signalled again: one system call per worker at the job's end, not four, and no
+  // signal for an unrelated group that a reused pid might lead later.
+  bool SignalGroup(int signal);
 
  private:
   void KillAndReap();
 
   pid_t pid_ = -1;
   bool reaped_ = false;
+  bool group_gone_ = false;  // reaped, and kill(-pid) said ESRCH
   int wait_status_ = 0;
   UniqueFd stdout_, stderr_;
 };

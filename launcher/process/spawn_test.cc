@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -214,6 +215,19 @@ TEST(SpawnChild, DestructorKillsAndReaps) {
   EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1) << "already reaped";
   EXPECT_EQ(errno, ECHILD);
   EXPECT_FALSE(std::filesystem::exists("/proc/" + std::to_string(pid)));
+}
+
+TEST(SpawnChild, AGroupFoundEmptyAfterTheReapIsNeverSignalledAgain) {
+  // As distrun is: a subreaper, so that the member the leader leaves behind becomes this test's child.
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  Child c = StartChild({"sh", "-c", "sleep 0.2 & echo $!"});
+  const pid_t member = static_cast<pid_t>(std::stol(ReadAll(c.stdout_pipe())));
+  c.Wait();
+  EXPECT_TRUE(c.SignalGroup(0)) << "the member is still in the group";
+  EXPECT_EQ(::waitpid(member, nullptr, 0), member);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  EXPECT_FALSE(c.SignalGroup(0));
+  EXPECT_FALSE(c.SignalGroup(SIGTERM));
 }
 
 TEST(SpawnChild, OwnChildrenListsChildrenForkedByAnyThread) {
