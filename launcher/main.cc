@@ -42,13 +42,16 @@ constexpr int kUsageExit = 2;
 // The job is over on this node: every process it started is gone and node 0's service has told the other
 // nodes. What is left of the runtime is gRPC's orderly shutdown (the server drained, a dozen threads
 // joined, static state torn down), which costs 2-5 ms at the end of every job; the kernel closes the
-// sockets just as well, so distrun exits at once. Sanitizer builds take the orderly path, so that leak
-// checking still covers the runtime.
-int EndJob(int exit_code, std::unique_ptr<JobLink> link) {
+// sockets just as well, so distrun exits at once. The idle threads that started the workers end with the
+// process too, rather than being woken and joined one by one. Sanitizer builds take the orderly path, so
+// that leak checking still covers the runtime.
+int EndJob(int exit_code, std::unique_ptr<JobLink> link, std::unique_ptr<Spawner> spawner) {
 #ifdef DISTRUN_ORDERLY_EXIT
+  spawner.reset();
   link.reset();
   return exit_code;
 #else
+  (void)spawner.release();
   (void)link.release();
   std::fflush(nullptr);
   std::_Exit(exit_code);
@@ -149,14 +152,16 @@ int Run(int argc, const char* const* argv) {
   };
   int exit_code = 0;
   std::unique_ptr<JobLink> link;
+  std::unique_ptr<Spawner> spawner;
   {
     Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log, std::move(make_link));
     exit_code = supervisor.Run();
     link = supervisor.ReleaseLink();
+    spawner = supervisor.ReleaseSpawner();
   }
   if (link) link->Finish();
   log->flush();
-  return EndJob(exit_code, std::move(link));
+  return EndJob(exit_code, std::move(link), std::move(spawner));
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ struct JobAssignment {
   std::string run_id;
   int restart_count = 0;  // the epoch: every start of the job's workers after the first counts one
   bool spare = false;     // a hot spare this epoch (elastic jobs): no workers here
+
+  bool operator==(const JobAssignment&) const = default;
 };
 
 // The assignment when this node decides alone: uniform worker counts, ports chosen free here.

@@ -79,7 +79,7 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
       // Two starts at a time per CPU (up to 8): a start mostly waits for its child to reach exec, and the CPU
       // runs the children meanwhile (8 workers on 2 CPUs: 2 threads gave 0.97-1.01 of mpiexec, 4 gave
       // 0.97-0.98).
-      spawner_(static_cast<size_t>(std::clamp(2 * env_.cpu_count, 1, 8))),
+      spawner_(std::make_unique<Spawner>(static_cast<size_t>(std::clamp(2 * env_.cpu_count, 1, 8)))),
       buffer_(kReadChunk) {}
 
 void Supervisor::PrepareScratch() {
@@ -255,6 +255,7 @@ void Supervisor::StartWorkers() {
   local_done_ = false;
   killed_ = false;
   gave_up_ = false;
+  seen_gone_ = false;
   workers_.clear();
   workers_.resize(plan_.workers.size());
   // The sentinel knows every worker before the first one starts.
@@ -262,11 +263,16 @@ void Supervisor::StartWorkers() {
   for (const WorkerPlan& p : plan_.workers) fingerprints.push_back(FingerprintOf(p.env));
   sentinel_.AddFingerprints(fingerprints);
   std::vector<SpawnSpec> specs(plan_.workers.size());
+  // The private directory made at this launch holds no error file before its first workers ran (an unlink
+  // per worker was 10 us); --log-dir's may hold an earlier job's.
+  const bool clear_error_files =
+      error_files_ && (rounds_started_ > 0 || error_files_->private_directory().empty());
+  ++rounds_started_;
   for (size_t i = 0; i < plan_.workers.size(); ++i) {
     Worker& w = workers_[i];
     w.plan = plan_.workers[i];
     output_.StartWorker(i, w.plan.process_id, w.plan.local_rank);
-    if (error_files_) error_files_->Clear(w.plan.process_id);
+    if (clear_error_files) error_files_->Clear(w.plan.process_id);
     SpawnSpec& spec = specs[i];
     spec.argv = options_.command;
     spec.env = WorkerEnvironment(i, w.plan);
@@ -277,7 +283,7 @@ void Supervisor::StartWorkers() {
     spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
   }
   ArmWatchdog(true);
-  std::vector<SpawnOutcome> outcomes = spawner_.Start(specs);
+  std::vector<SpawnOutcome> outcomes = spawner_->Start(specs);
   std::exception_ptr first_error;
   size_t failed_slot = 0;
   for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -464,7 +470,9 @@ void Supervisor::JoinRound(int round) {
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   decision_.reset();
   restart_count_ = assignment.restart_count;  // an arrival joined whatever epoch the job was in
-  plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
+  // The plan is the assignment's: made again (7 us per worker) only when the rendezvous changed it.
+  if (assignment != plan_.assignment)
+    plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
   if (assignment.spare) {
     log_->info("epoch {}: this node is a hot spare (no workers) until a later epoch gives it a seat",
                assignment.restart_count);
@@ -728,7 +736,10 @@ void Supervisor::BeginStop(StopReason reason, int exit_code, int first_signal) {
   signalled_orphans_.clear();
   // A second Ctrl-C must reach distrun, which kills at once.
   TakeTerminal();
-  SignalJob(first_signal);
+  // With every worker reaped (the job's success, or its last worker failing), the loop's check that
+  // follows at once (check_gone_) finds orphans and SignalNewOrphans gives them this signal: one scan of
+  // every thread's children at the end of a job, not two.
+  SignalJob(first_signal, /*orphans=*/!WorkersReaped());
   // A stopped worker (Ctrl-Z, or reading the terminal) would only act on the signal once continued.
   for (Worker& w : workers_) {
     if (w.started) w.child.SignalGroup(SIGCONT);
@@ -768,9 +779,7 @@ void Supervisor::SuspendJob(size_t slot, int signal) {
 void Supervisor::SignalNewOrphans() {
   // Only once the workers are gone: until then their children are theirs, and scanning /proc on every
   // tick of a long grace period would cost more than it finds.
-  for (const Worker& w : workers_) {
-    if (w.started && !w.child.reaped()) return;
-  }
+  if (!WorkersReaped()) return;
   for (pid_t orphan : OwnChildren()) {
     if (orphan != sentinel_.pid() && signalled_orphans_.insert(orphan).second) ::kill(orphan, stop_signal_);
   }
@@ -784,11 +793,19 @@ int Supervisor::SignalRunningWorkers(int signal) {
   return count;
 }
 
-void Supervisor::SignalJob(int signal) {
+bool Supervisor::WorkersReaped() const {
+  for (const Worker& w : workers_) {
+    if (w.started && !w.child.reaped()) return false;
+  }
+  return true;
+}
+
+void Supervisor::SignalJob(int signal, bool orphans) {
   for (Worker& w : workers_) {
     // Also after the worker was reaped: its group may still have members.
     if (w.started) w.child.SignalGroup(signal);
   }
+  if (!orphans) return;
   for (pid_t orphan : OwnChildren()) {
     if (orphan == sentinel_.pid()) continue;
     ::kill(orphan, signal);
@@ -971,7 +988,7 @@ void Supervisor::DrainPipes() {
 bool Supervisor::JobGone() {
   Reap();
   if (gave_up_) return true;
-  for (const Worker& w : workers_) {
+  for (Worker& w : workers_) {
     if (!w.started) continue;
     if (!w.child.reaped()) return false;
     if (w.child.SignalGroup(0)) return false;
@@ -979,6 +996,7 @@ bool Supervisor::JobGone() {
   for (pid_t pid : OwnChildren()) {
     if (pid != sentinel_.pid()) return false;
   }
+  seen_gone_ = true;
   return true;
 }
 
@@ -1011,6 +1029,9 @@ void Supervisor::PrintFailureSummary() {
 
 void Supervisor::KillEverything() {
   // The last resort (an exception, or the destructor): no grace, nothing left behind.
+  // The loop saw the job gone, and with no worker, group or orphan left nothing could start a process of
+  // the job since: no second scan of every thread's children at the end of each job (0.1 ms).
+  if (seen_gone_) return;
   for (Worker& w : workers_) {
     if (w.started) w.child.SignalGroup(SIGKILL);
   }

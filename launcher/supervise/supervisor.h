@@ -84,6 +84,9 @@ class Supervisor {
   int Run();
   // After Run: the job link, for the caller to finish and end (null without one).
   std::unique_ptr<JobLink> ReleaseLink() { return std::move(link_); }
+  // After Run: the threads that started the workers, idle now. A caller that ends the process at once
+  // (EndJob) leaves them to the exit instead of waking and joining each one.
+  std::unique_ptr<Spawner> ReleaseSpawner() { return std::move(spawner_); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -135,8 +138,10 @@ class Supervisor {
   void HurryStop();
   // Sends `signal` to the process group of every worker that runs; returns how many got it.
   int SignalRunningWorkers(int signal);
-  void SignalJob(int signal);
+  // Every group of workers, and the orphans this subreaper adopted (unless `orphans` is false).
+  void SignalJob(int signal, bool orphans = true);
   void SignalNewOrphans();
+  bool WorkersReaped() const;
   void HandleSignals();
   void Reap();
   void OnWorkerExit(size_t slot);
@@ -171,7 +176,7 @@ class Supervisor {
   std::optional<ErrorFiles> error_files_;  // with the torch family of variables (after output_: --log-dir)
   // Declared before the workers: its threads end (and so fire their children's parent-death signal) only
   // after the workers are gone.
-  Spawner spawner_;
+  std::unique_ptr<Spawner> spawner_;
   std::vector<Worker> workers_;
   std::vector<Watch> watches_;
   std::optional<WorkerWatch> worker_watch_;
@@ -197,6 +202,7 @@ class Supervisor {
   Clock::time_point next_pulse_;
   int restart_count_ = 0;     // the epoch: every start of the workers after the first
   int failure_restarts_ = 0;  // of those, the restarts after a worker failure (--max-restarts)
+  int rounds_started_ = 0;    // StartWorkers calls in this process (an arrival's first may be epoch 3)
   bool no_restart_ = false;   // a signal, --timeout or StopJob ends the job whatever --max-restarts says
   std::optional<RootCause> root_cause_;
   std::optional<std::pair<int, std::string>> pending_stop_;  // StopJob before Run
@@ -210,6 +216,7 @@ class Supervisor {
   bool hurried_ = false;                   // HurryStop: the SIGKILL was announced, not a grace period's end
   bool signalled_while_stopping_ = false;  // a stop not begun by a signal got one: the next kills
   bool gave_up_ = false;                   // on processes that SIGKILL does not end
+  bool seen_gone_ = false;  // JobGone found every group empty and no orphan since the workers' last start
   Clock::time_point give_up_at_;
   Clock::time_point next_check_;
   bool check_gone_ = false;
