@@ -524,6 +524,20 @@ std::vector<pid_t> OwnChildren() {
   return out;
 }
 
+std::vector<pid_t> AdoptedChildren() {
+  siginfo_t info{};
+  if (::waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
+    return {};
+  }
+  const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
+  if (::access(path.c_str(), R_OK) != 0) return OwnChildren();
+  std::vector<pid_t> out;
+  std::istringstream pids(ReadProcFile(path));
+  long pid = 0;
+  while (pids >> pid) out.push_back(static_cast<pid_t>(pid));
+  return out;
+}
+
 void EnsureStandardFds() {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {

@@ -152,6 +152,11 @@ std::vector<pid_t> ChildrenOf(pid_t parent);
 // This process's children, from /proc/self/task/*/children: a few small reads where ChildrenOf reads the
 // stat file of every process on the machine. Falls back to ChildrenOf where the kernel lacks those files.
 std::vector<pid_t> OwnChildren();
+// The children of this process's main thread, from one file: every orphan this subreaper adopted is there
+// (the kernel hands an orphan to the first live thread of its reaper, the main thread while it runs), with
+// what the main thread started itself. Called from the main thread; falls back to OwnChildren where the
+// kernel lacks the file.
+std::vector<pid_t> AdoptedChildren();
 
 // The whole of a /proc file, or "" when it cannot be read (the process may exit while it is read, which
 // makes read() fail with ESRCH: no exception, no partial result to trust).

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -220,7 +221,7 @@ TEST(SpawnChild, DestructorKillsAndReaps) {
 TEST(SpawnChild, AGroupFoundEmptyAfterTheReapIsNeverSignalledAgain) {
   // As distrun is: a subreaper, so that the member the leader leaves behind becomes this test's child.
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  Child c = StartChild({"sh", "-c", "sleep 0.2 & echo $!"});
+  Child c = StartChild({"sh", "-c", "sleep 0.2 >/dev/null 2>&1 & echo $!"});
   const pid_t member = static_cast<pid_t>(std::stol(ReadAll(c.stdout_pipe())));
   c.Wait();
   EXPECT_TRUE(c.SignalGroup(0)) << "the member is still in the group";
@@ -242,6 +243,30 @@ TEST(SpawnChild, OwnChildrenListsChildrenForkedByAnyThread) {
   EXPECT_EQ(own, scanned);
   EXPECT_NE(std::find(own.begin(), own.end(), a.pid()), own.end());
   EXPECT_NE(std::find(own.begin(), own.end(), b.pid()), own.end());
+}
+
+TEST(SpawnChild, AnOrphanOfAWorkerStartedOnAnotherThreadIsAdoptedByTheMainThread) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  // The thread lives on until the end, as distrun's start threads do: the child's death signal follows
+  // the thread that started it.
+  Child c;
+  std::promise<void> started, done;
+  std::thread other([&] {
+    c = StartChild({"sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"});
+    started.set_value();
+    done.get_future().wait();
+  });
+  started.get_future().wait();
+  const pid_t orphan = static_cast<pid_t>(std::stol(ReadAll(c.stdout_pipe())));
+  c.Wait();
+  // The orphan is this process's child now, on the main thread's list, whichever thread started its parent.
+  auto adopted = AdoptedChildren();
+  EXPECT_NE(std::find(adopted.begin(), adopted.end(), orphan), adopted.end());
+  ::kill(orphan, SIGKILL);
+  EXPECT_EQ(::waitpid(orphan, nullptr, 0), orphan);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  done.set_value();
+  other.join();
 }
 
 TEST(SpawnChild, MovedChildIsOwnedOnce) {
