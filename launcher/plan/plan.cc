@@ -284,6 +284,15 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
   const std::string jax_address =
       jax_host.empty() || !a.jax_port ? jax_host : FormatHostPort(jax_host, *a.jax_port);
   const std::string nproc = std::to_string(layout.local_workers);
+  // What every worker gets alike, worked out once rather than per worker.
+  const std::string worker_path = env.program.empty() ? std::string() : WorkerPath(env, env.program);
+  const std::string flight_recorder = FlightRecorderPrefix(o, env, a.run_id);
+  std::optional<HostPort> agent_store;
+  if (o.export_torch && o.torch_store == TorchStoreHost::kDistrun && !a.coordinator_address.empty() &&
+      !a.spare && layout.local_workers > 0) {
+    agent_store = ParseHostPort("coordinator address", a.coordinator_address);
+  }
+  const std::vector<std::string> mpi_variables = MpiLauncherVariables(env);
 
   // A hot spare holds no workers until it takes a lost node's seat.
   const int local_workers = a.spare ? 0 : layout.local_workers;
@@ -334,7 +343,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       // on PATH where PATH does not hold it (what PATH finds first still wins).
       if (!env.program.empty()) {
         set("DISTRUN_PROGRAM", env.program);
-        if (std::string path = WorkerPath(env, env.program); !path.empty()) set("PATH", path);
+        if (!worker_path.empty()) set("PATH", worker_path);
       }
     }
     if (o.export_torch) {
@@ -350,10 +359,9 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       if (o.torch_store == TorchStoreHost::kDistrun) {
         // torch's agent-store mode: init_process_group("env://") dials node 0's runtime, which serves the
         // TCPStore protocol (a fresh keyspace each epoch); no worker binds a port.
-        if (!a.coordinator_address.empty()) {
-          HostPort store = ParseHostPort("coordinator address", a.coordinator_address);
-          set("MASTER_ADDR", store.host);
-          if (store.port) set("MASTER_PORT", std::to_string(*store.port));
+        if (agent_store) {
+          set("MASTER_ADDR", agent_store->host);
+          if (agent_store->port) set("MASTER_PORT", std::to_string(*agent_store->port));
         }
         set("TORCHELASTIC_USE_AGENT_STORE", "True");
       } else {
@@ -376,7 +384,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
         renamed = "TORCH_NCCL_TRACE_BUFFER_SIZE";
       }
       if (!env.Has("TORCH_NCCL_DUMP_ON_TIMEOUT")) set("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
-      const std::string fr = FlightRecorderPrefix(o, env, a.run_id);
+      const std::string& fr = flight_recorder;
       if (!env.Has("TORCH_NCCL_DEBUG_INFO_TEMP_FILE") && !env.Has("TORCH_FR_DUMP_TEMP_FILE")) {
         set("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", fr);
         set("TORCH_FR_DUMP_TEMP_FILE", fr);
@@ -412,7 +420,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
                       a.num_nodes,
                       layout.mode == LaunchMode::kPerNode ? a.rank_offset : -1};
     w.launcher_task = WorkerIsLauncherTask(t, layout.local_workers, place);
-    TaskVariableChanges task = TaskVariablesFor(env, t, layout.local_workers, place);
+    TaskVariableChanges task = TaskVariablesFor(env, t, layout.local_workers, place, &mpi_variables);
     for (auto& [name, value] : task.set) set(std::move(name), std::move(value));
     w.unset = std::move(task.unset);
     plan.workers.push_back(std::move(w));

@@ -109,8 +109,17 @@ bool WorkerIsLauncherTask(const Topology& t, int local_workers, const WorkerPlac
   return local_workers == 1 && place.rank == t.task_id && place.world == t.num_tasks;
 }
 
+std::vector<std::string> MpiLauncherVariables(const Environment& env) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : env.vars) {
+    if (IsMpiLauncherVariable(name)) out.push_back(name);
+  }
+  return out;
+}
+
 TaskVariableChanges TaskVariablesFor(const Environment& env, const Topology& t, int local_workers,
-                                     const WorkerPlace& place) {
+                                     const WorkerPlace& place,
+                                     const std::vector<std::string>* mpi_variables) {
   TaskVariableChanges out;
   if (WorkerIsLauncherTask(t, local_workers, place)) return out;
   Changes c(env, out);
@@ -125,8 +134,11 @@ TaskVariableChanges TaskVariablesFor(const Environment& env, const Topology& t, 
   c.Replace("FLUX_TASK_RANK", std::to_string(place.rank));
   c.Replace("FLUX_TASK_LOCAL_ID", std::to_string(place.local_rank));
   c.Replace("FLUX_JOB_SIZE", std::to_string(place.world));
-  for (const auto& [name, value] : env.vars) {
-    if (IsMpiLauncherVariable(name)) out.unset.push_back(name);
+  if (mpi_variables != nullptr) {
+    out.unset.insert(out.unset.end(), mpi_variables->begin(), mpi_variables->end());
+  } else {
+    std::vector<std::string> mine = MpiLauncherVariables(env);
+    out.unset.insert(out.unset.end(), mine.begin(), mine.end());
   }
   std::sort(out.unset.begin(), out.unset.end());
   out.unset.erase(std::unique(out.unset.begin(), out.unset.end()), out.unset.end());

@@ -42,11 +42,15 @@ struct TaskVariableChanges {
 bool WorkerIsLauncherTask(const Topology& t, int local_workers, const WorkerPlace& place);
 
 // The changes to the inherited environment `env` that make the launcher's variables agree with the worker's
-// place; none when the worker is the launcher's task.
+// place; none when the worker is the launcher's task. `mpi_variables`: MpiLauncherVariables(env), taken
+// once by a caller that plans many workers (null: taken here).
 TaskVariableChanges TaskVariablesFor(const Environment& env, const Topology& t, int local_workers,
-                                     const WorkerPlace& place);
+                                     const WorkerPlace& place,
+                                     const std::vector<std::string>* mpi_variables = nullptr);
 
 // Whether `name` is one of the MPI variables removed from a worker that is not the launcher's task.
 bool IsMpiLauncherVariable(const std::string& name);
+// The names in `env` that IsMpiLauncherVariable picks, in order.
+std::vector<std::string> MpiLauncherVariables(const Environment& env);
 
 }  // namespace distrun
