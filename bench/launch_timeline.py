@@ -9,7 +9,9 @@ prints the median start and length of each phase, in ms since distrun's exec.
     bench/launch_timeline.py [--distrun build/release/distrun] [--workers 8] [--rounds 30]
 
 Uprobes cost ~1-2 us per hit (about 60 hits a launch): the sum is ~0.1 ms above an untraced launch.
-Phases on other threads (the module's load, the sentinel's start) overlap the main thread's.
+Phases on other threads (the module's load, the sentinel's start) overlap the main thread's. A function
+called more than once (MakePlan, per-worker steps) shows its first call's start and the sum of its calls'
+lengths; each hit's probe cost (~2 us) is in that sum.
 """
 
 import argparse
@@ -42,6 +44,12 @@ PROBES = [
     ("spawn", "distrun", "distrun::Spawner::Start("),
     ("loop", "distrun", "distrun::Supervisor::Loop("),
     ("teardown", "distrun", "distrun::Supervisor::~Supervisor("),
+    # Called once per plan or per worker: the first call's start, the sum of all calls' lengths.
+    ("make_plan", "distrun", "distrun::MakePlan("),
+    ("start_workers", "distrun", "distrun::Supervisor::StartWorkers("),
+    ("fingerprints", "distrun", "distrun::FingerprintOf("),
+    ("worker_env", "distrun", "distrun::Supervisor::WorkerEnvironment["),
+    ("output_start", "distrun", "distrun::Output::StartWorker("),
 ]
 
 
@@ -124,10 +132,12 @@ def phases(events):
     first_worker, last_worker_exit = None, None
     for t, comm, tid, ev in events:
         if ev.startswith("e_"):
-            open_at.setdefault(ev[2:], t)
-        elif ev.startswith("r_") and ev[2:] in open_at and ev[2:] not in out:
-            start = open_at[ev[2:]]
-            out[ev[2:]] = (start - t0, t - start)
+            open_at[ev[2:]] = t
+        elif ev.startswith("r_") and ev[2:] in open_at:
+            # A phase called again (one thread at a time): its first start, the sum of its lengths.
+            start = open_at.pop(ev[2:])
+            first, total = out.get(ev[2:], (start - t0, 0.0))
+            out[ev[2:]] = (first, total + t - start)
         elif ev == "sched_process_exec" and comm == "true":
             first_worker = first_worker if first_worker is not None else t - t0
         elif ev == "sched_process_exit" and comm == "true":
