@@ -30,7 +30,20 @@ unset DISTRUN_WHEEL
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 scripts/build.sh asan
-ctest --test-dir build/asan -j 2 --timeout 900
+# LeakSanitizer's stop-the-world tracer now and then segfaults at a process's exit before it looked at any
+# leak ("Tracer caught signal 11", then "LeakSanitizer has encountered a fatal error"; google/sanitizers
+# issue 1353, about one exit in 300; seen here under load on 2026-11-28). When that signature is in the run's
+# log and no sanitizer reported anything, the failed tests run once more; any other failure stands.
+if ! ctest --test-dir build/asan -j 2 --timeout 900; then
+  log=build/asan/Testing/Temporary/LastTest.log
+  if grep -q "Tracer caught signal 11" "$log" &&
+    ! grep -qE "ERROR: (Address|Leak|UndefinedBehavior)Sanitizer|runtime error:|SUMMARY: [A-Za-z]+Sanitizer" "$log"; then
+    echo "LeakSanitizer's tracer crashed at a process's exit (google/sanitizers#1353); the failed tests once more"
+    ctest --test-dir build/asan --rerun-failed --timeout 900
+  else
+    exit 1
+  fi
+fi
 
 echo "== fuzzing (${fuzz_seconds}s per target) =="
 tests/fuzz/run_fuzzers.sh build/fuzz "$fuzz_seconds"
