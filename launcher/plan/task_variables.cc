@@ -134,12 +134,10 @@ TaskVariableChanges TaskVariablesFor(const Environment& env, const Topology& t, 
   c.Replace("FLUX_TASK_RANK", std::to_string(place.rank));
   c.Replace("FLUX_TASK_LOCAL_ID", std::to_string(place.local_rank));
   c.Replace("FLUX_JOB_SIZE", std::to_string(place.world));
-  if (mpi_variables != nullptr) {
-    out.unset.insert(out.unset.end(), mpi_variables->begin(), mpi_variables->end());
-  } else {
-    std::vector<std::string> mine = MpiLauncherVariables(env);
-    out.unset.insert(out.unset.end(), mine.begin(), mine.end());
-  }
+  const std::vector<std::string> taken_here =
+      mpi_variables ? std::vector<std::string>() : MpiLauncherVariables(env);
+  const std::vector<std::string>& mpi = mpi_variables ? *mpi_variables : taken_here;
+  out.unset.insert(out.unset.end(), mpi.begin(), mpi.end());
   std::sort(out.unset.begin(), out.unset.end());
   out.unset.erase(std::unique(out.unset.begin(), out.unset.end()), out.unset.end());
   return out;

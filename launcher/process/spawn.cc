@@ -499,42 +499,49 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   return out;
 }
 
-std::vector<pid_t> OwnChildren() {
-  // No child at all (the usual answer once a job is over): the kernel says so in one call, where the
-  // files below cost three per thread.
+namespace {
+
+// No child at all (the usual answer once a job is over): the kernel says so in one call, where the
+// children files cost three per thread.
+bool NoChildLeft() {
   siginfo_t info{};
-  if (::waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
-    return {};
-  }
+  return ::waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0 &&
+         errno == ECHILD;
+}
+
+std::string ChildrenFile(const std::string& task) { return "/proc/self/task/" + task + "/children"; }
+
+// Appends the pids a /proc/self/task/T/children file lists.
+void ReadChildrenFile(const std::string& path, std::vector<pid_t>& out) {
+  std::istringstream pids(ReadProcFile(path));
+  long pid = 0;
+  while (pids >> pid) out.push_back(static_cast<pid_t>(pid));
+}
+
+}  // namespace
+
+std::vector<pid_t> OwnChildren() {
+  if (NoChildLeft()) return {};
   // Without CONFIG_PROC_CHILDREN no thread has the file: the full scan still finds everything.
-  if (::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children").c_str(), R_OK) != 0) {
-    return ChildrenOf(::getpid());
-  }
+  if (::access(ChildrenFile(std::to_string(::getpid())).c_str(), R_OK) != 0) return ChildrenOf(::getpid());
   std::vector<pid_t> out;
   DIR* tasks = ::opendir("/proc/self/task");
   if (tasks == nullptr) return ChildrenOf(::getpid());
   while (dirent* entry = ::readdir(tasks)) {
     if (entry->d_name[0] == '.') continue;
     // Each thread lists the children it forked; orphans re-parented to this subreaper appear under one.
-    std::istringstream pids(ReadProcFile("/proc/self/task/" + std::string(entry->d_name) + "/children"));
-    long pid = 0;
-    while (pids >> pid) out.push_back(static_cast<pid_t>(pid));
+    ReadChildrenFile(ChildrenFile(entry->d_name), out);
   }
   ::closedir(tasks);
   return out;
 }
 
 std::vector<pid_t> AdoptedChildren() {
-  siginfo_t info{};
-  if (::waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WCONTINUED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD) {
-    return {};
-  }
-  const std::string path = "/proc/self/task/" + std::to_string(::getpid()) + "/children";
+  if (NoChildLeft()) return {};
+  const std::string path = ChildrenFile(std::to_string(::getpid()));
   if (::access(path.c_str(), R_OK) != 0) return OwnChildren();
   std::vector<pid_t> out;
-  std::istringstream pids(ReadProcFile(path));
-  long pid = 0;
-  while (pids >> pid) out.push_back(static_cast<pid_t>(pid));
+  ReadChildrenFile(path, out);
   return out;
 }
 

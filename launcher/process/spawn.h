@@ -154,8 +154,7 @@ std::vector<pid_t> ChildrenOf(pid_t parent);
 std::vector<pid_t> OwnChildren();
 // The children of this process's main thread, from one file: every orphan this subreaper adopted is there
 // (the kernel hands an orphan to the first live thread of its reaper, the main thread while it runs), with
-// what the main thread started itself. Called from the main thread; falls back to OwnChildren where the
-// kernel lacks the file.
+// what the main thread started itself. Falls back to OwnChildren where the kernel lacks the file.
 std::vector<pid_t> AdoptedChildren();
 
 // The whole of a /proc file, or "" when it cannot be read (the process may exit while it is read, which
