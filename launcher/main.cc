@@ -47,7 +47,7 @@ constexpr int kUsageExit = 2;
 // that leak checking still covers the runtime.
 int EndJob(int exit_code, std::unique_ptr<JobLink> link, std::unique_ptr<Spawner> spawner) {
 #ifdef DISTRUN_ORDERLY_EXIT
-  spawner.reset();
+  (void)spawner;  // null: the supervisor joined its threads
   link.reset();
   return exit_code;
 #else
@@ -157,7 +157,10 @@ int Run(int argc, const char* const* argv) {
     Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log, std::move(make_link));
     exit_code = supervisor.Run();
     link = supervisor.ReleaseLink();
-    spawner = supervisor.ReleaseSpawner();
+#ifndef DISTRUN_ORDERLY_EXIT
+    spawner =
+        supervisor.ReleaseSpawner();  // sanitizer builds join its threads with the supervisor, as before
+#endif
   }
   if (link) link->Finish();
   log->flush();
