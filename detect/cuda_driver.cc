@@ -1,12 +1,16 @@
 #include "detect/cuda_driver.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <utility>
 
 #include "detect/devices.h"
+#include "detect/directory.h"
 
 namespace distrun {
 namespace {
@@ -26,6 +30,7 @@ using CuDeviceGetPciBusIdFn = CuResult (*)(char* pci_bus_id, int len, CuDevice d
 using CuDeviceGetUuidFn = CuResult (*)(CuUuid* uuid, CuDevice device);
 
 constexpr CuResult kCudaSuccess = 0;
+constexpr char kNvidiaPciVendor[] = "0x10de";
 constexpr CuResult kCudaErrorNoDevice = 100;
 
 struct DlCloser {
@@ -45,6 +50,17 @@ std::string CString(CuResult result, const std::array<char, N>& buffer) {
   return std::string(buffer.data(), strnlen(buffer.data(), N));
 }
 
+// Whether the sysfs file `path` says `vendor` ("0x10de\n"); read with two system calls, as this runs at every
+// distrun's start.
+bool HasPciVendor(const std::string& path, std::string_view vendor) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::array<char, 16> text{};
+  ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  return n > 0 && std::string_view(text.data(), static_cast<size_t>(n)).starts_with(vendor);
+}
+
 }  // namespace
 
 std::string FormatGpuUuid(const std::array<unsigned char, 16>& bytes) {
@@ -56,6 +72,19 @@ std::string FormatGpuUuid(const std::array<unsigned char, 16>& bytes) {
     out += kHex[bytes[i] & 0xf];
   }
   return out;
+}
+
+std::string CudaDriverAbsence(const Environment& env) {
+  if (const std::string* path = env.Get("LD_LIBRARY_PATH"); path != nullptr && !path->empty()) return "";
+  for (const char* sign :
+       {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/nvmap", "/dev/nvhost-ctrl-gpu"}) {
+    if (::access(env.Path(sign).c_str(), F_OK) == 0) return "";
+  }
+  const std::string pci = env.Path("/sys/bus/pci/devices").string() + "/";
+  for (const std::string& name : ListNames(pci)) {
+    if (HasPciVendor(pci + name + "/vendor", kNvidiaPciVendor)) return "";
+  }
+  return "not asked: no NVIDIA kernel module, device node or PCI device here, and no LD_LIBRARY_PATH";
 }
 
 std::optional<std::vector<GpuInfo>> QueryCudaDriver() { return QueryCudaDriverLibrary("libcuda.so.1"); }

@@ -333,6 +333,10 @@ std::optional<DiscoveredGpus> ReadGpuFiles(const Environment& env, std::vector<s
   return std::nullopt;
 }
 
+void NoteCudaNotAsked(const Environment& env, std::vector<std::string>& searched) {
+  if (!env.cuda_not_asked.empty()) searched.push_back("CUDA driver (libcuda.so.1): " + env.cuda_not_asked);
+}
+
 std::string JoinSearched(const std::vector<std::string>& searched) {
   std::string out;
   for (const std::string& s : searched) out += (out.empty() ? "" : "; ") + s;
@@ -459,6 +463,8 @@ DeviceResolution ResolveDevices(const Environment& env, const std::vector<std::s
       // The driver applied a CUDA_VISIBLE_DEVICES these tokens do not come from: its devices are a
       // subset of the node's, numbered differently, so the node's files answer instead.
     }
+  } else {
+    NoteCudaNotAsked(env, searched);
   }
   if (std::optional<DiscoveredGpus> files = ReadGpuFiles(env, searched)) {
     return {MatchDeviceTokens(tokens, files->gpus, files->source, ends_list), files->source};
@@ -502,6 +508,8 @@ DiscoveredGpus DiscoverGpus(const Environment& env) {
       return {std::move(*gpus), "cuda-driver", std::move(said)};
     }
     searched.emplace_back("CUDA driver (libcuda.so.1): not loadable or not working");
+  } else {
+    NoteCudaNotAsked(env, searched);
   }
   if (std::optional<DiscoveredGpus> files = ReadGpuFiles(env, searched)) {
     searched.push_back(files->source + ": " + std::to_string(files->gpus.size()) + " GPU(s)");

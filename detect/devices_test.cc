@@ -23,6 +23,7 @@ using distrun::testing::LoadFixtureEnv;
 using distrun::testing::MakeEnv;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using Tokens = std::vector<std::string>;
 
 const char kUuid[] = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
@@ -581,6 +582,46 @@ TEST(CudaDriver, FakeDriverThroughDiscovery) {
   EXPECT_EQ(found.source, "cuda-driver");
   EXPECT_EQ(found.gpus.size(), 3u);
   EXPECT_THAT(LocalDeviceTokens(env), ElementsAre("0", "1", "2"));
+}
+
+TEST(CudaDriverAbsence, NoSignOfAnNvidiaDriverIsAReasonNotToAsk) {
+  TempRoot root;
+  root.Write("sys/bus/pci/devices/0000:00:01.0/vendor", "0x8086\n");  // Intel
+  root.Write("sys/bus/pci/devices/0000:00:02.0/vendor", "0x1ae0\n");  // Google
+  Environment env = root.Env();
+  EXPECT_THAT(CudaDriverAbsence(env), HasSubstr("no NVIDIA kernel module, device node or PCI device"));
+  env.vars["LD_LIBRARY_PATH"] = "";  // set but empty leads the loader nowhere
+  EXPECT_NE(CudaDriverAbsence(env), "");
+}
+
+TEST(CudaDriverAbsence, AnySignOfAnNvidiaDriverAsksIt) {
+  for (const char* sign :
+       {"proc/driver/nvidia/version", "dev/nvidiactl", "dev/dxg", "dev/nvmap", "dev/nvhost-ctrl-gpu"}) {
+    TempRoot root;
+    root.Write(sign, "");
+    EXPECT_EQ(CudaDriverAbsence(root.Env()), "") << sign;
+  }
+  TempRoot pci;  // a GPU whose kernel module is not loaded yet: libcuda loads it
+  pci.Write("sys/bus/pci/devices/0000:00:01.0/vendor", "0x8086\n");
+  pci.Write("sys/bus/pci/devices/0000:3b:00.0/vendor", "0x10de\n");
+  EXPECT_EQ(CudaDriverAbsence(pci.Env()), "");
+  TempRoot nothing;
+  Environment env = nothing.Env();
+  env.vars["LD_LIBRARY_PATH"] = "/opt/driver/lib";
+  EXPECT_EQ(CudaDriverAbsence(env), "");
+}
+
+TEST(CudaDriverAbsence, TheReasonIsAmongWhatDiscoverySearched) {
+  TempRoot root;
+  Environment env = root.Env();
+  env.cuda_not_asked = CudaDriverAbsence(env);
+  DiscoveredGpus found = DiscoverGpus(env);
+  EXPECT_EQ(found.source, "none");
+  EXPECT_THAT(found.searched, StartsWith("CUDA driver (libcuda.so.1): not asked: no NVIDIA kernel module"));
+  EXPECT_THAT(found.searched, HasSubstr("/proc/driver/nvidia/gpus: no GPU"));
+  DeviceResolution resolved = ResolveDevices(env, {"0"}, "CUDA_VISIBLE_DEVICES");
+  ASSERT_EQ(resolved.devices.size(), 1u);
+  EXPECT_THAT(resolved.devices[0].problem, HasSubstr("CUDA driver (libcuda.so.1): not asked"));
 }
 
 // ---- resolving tokens to GPUs ----

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "detect/cuda_driver.h"
 #include "detect/devices.h"
 #include "detect/http_get.h"
 #include "detect/mpi_probe.h"
@@ -40,7 +41,8 @@ Environment Environment::FromProcess() {
   CPU_ZERO(&mask);
   env.cpu_count = sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : 1;
   env.http_get = HttpGetBlocking;
-  env.cuda_query = QueryCudaDriver;
+  env.cuda_not_asked = CudaDriverAbsence(env);
+  if (env.cuda_not_asked.empty()) env.cuda_query = QueryCudaDriver;
   env.mpi_probe = RunMpiProbe;
   env.parent_pid = static_cast<int>(::getppid());
   std::error_code ec;

@@ -76,6 +76,7 @@ struct Environment {
   std::filesystem::path root = "/";  // file-system root for /proc, /sys and /dev look-ups
   HttpGet http_get;                  // empty: no network access
   CudaQuery cuda_query;              // empty: no CUDA driver
+  std::string cuda_not_asked;        // why cuda_query is empty, when there is a reason to say
   MpiProbe mpi_probe;                // empty: no MPI library can be used
   int cpu_count = 1;                 // CPUs this process may run on (its affinity mask)
   int parent_pid = 0;                // the process that started this one; 0: unknown
