@@ -76,6 +76,20 @@ JobDecision ToDecision(const JobEvent& e) {
   return d;
 }
 
+// A single-host job's port: the one its plan was made with (picked free a moment before), so that the
+// rendezvous settles the plan as it is and it is not made again; else (taken meanwhile) any.
+std::shared_ptr<ListeningSocket> ReserveProvisionalPort(const Plan& plan, const std::string& loopback) {
+  try {
+    int port = ParseHostPort("coordinator address", plan.assignment.coordinator_address).port.value_or(0);
+    if (port > 0) {
+      return std::make_shared<ListeningSocket>(
+          ListeningSocket::Reserve(loopback.starts_with("[") ? "::1" : "127.0.0.1", port));
+    }
+  } catch (const std::exception&) {
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
@@ -237,6 +251,7 @@ GrpcServerConfig RuntimeLink::MakeServerConfig(const Plan& plan, const Options& 
   if (!options.join && SingleHost(plan)) {
     gc.address = worker_address_;
     gc.loopback_only = true;
+    if (!plan.topology.coordinator_port) gc.listen = ReserveProvisionalPort(plan, gc.address);
   } else {
     gc.torch_store_job_hosts_only = true;  // TCPStore has no credentials: this host and the agents' only
     HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
