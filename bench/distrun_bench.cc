@@ -19,8 +19,9 @@
 //   distrun-bench standby [--sets N]   (what write-through to the standby adds to a key-value set)
 //   distrun-bench takeover [--agents N[,N...]] [--trials K] [--threads T] [--job-keys K]
 //                          (node 0 lost: the standby's service from its copy to every survivor's next epoch)
-//   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N]   (the hot path's
-//   ratios, ~1 min)
+//   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N] [--as-built 1]
+//                       (the hot path's ratios, ~1 min; of installed copies of the programs unless
+//                       --as-built)
 // Helpers the benchmarks run as child processes: coordinator, kv-client, agent, failure-worker.
 
 #include <cstdio>
@@ -98,7 +99,8 @@ int Dispatch(const std::string& which, int argc, char** argv) {
                "pin", "torch-python", "torch-libuv", "store-threads"}));
   }
   if (which == "guard")
-    return distrun::bench::GuardBench(Flags(argc, argv, 2, {"distrun", "recorded", "repeats"}));
+    return distrun::bench::GuardBench(
+        Flags(argc, argv, 2, {"distrun", "floor", "recorded", "repeats", "as-built"}));
   if (which == "python-site")
     return distrun::bench::PythonSiteBench(Flags(argc, argv, 2, {"python", "runs"}));
   if (which == "standby") return distrun::bench::StandbyBench(Flags(argc, argv, 2, {"sets"}));
