@@ -1,16 +1,15 @@
 #include "detect/cuda_driver.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <memory>
-#include <string_view>
 #include <utility>
 
 #include "detect/devices.h"
 #include "detect/directory.h"
+#include "detect/sysfs_word.h"
 
 namespace distrun {
 namespace {
@@ -30,8 +29,9 @@ using CuDeviceGetPciBusIdFn = CuResult (*)(char* pci_bus_id, int len, CuDevice d
 using CuDeviceGetUuidFn = CuResult (*)(CuUuid* uuid, CuDevice device);
 
 constexpr CuResult kCudaSuccess = 0;
-constexpr char kNvidiaPciVendor[] = "0x10de";
 constexpr CuResult kCudaErrorNoDevice = 100;
+
+constexpr char kNvidiaPciVendor[] = "0x10de";
 
 struct DlCloser {
   void operator()(void* handle) const { dlclose(handle); }
@@ -48,17 +48,6 @@ template <size_t N>
 std::string CString(CuResult result, const std::array<char, N>& buffer) {
   if (result != kCudaSuccess) return {};
   return std::string(buffer.data(), strnlen(buffer.data(), N));
-}
-
-// Whether the sysfs file `path` says `vendor` ("0x10de\n"); read with two system calls, as this runs at every
-// distrun's start.
-bool HasPciVendor(const std::string& path, std::string_view vendor) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::array<char, 16> text{};
-  ssize_t n = ::read(fd, text.data(), text.size());
-  ::close(fd);
-  return n > 0 && std::string_view(text.data(), static_cast<size_t>(n)).starts_with(vendor);
 }
 
 }  // namespace
@@ -80,9 +69,9 @@ std::string CudaDriverAbsence(const Environment& env) {
        {"/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg", "/dev/nvmap", "/dev/nvhost-ctrl-gpu"}) {
     if (::access(env.Path(sign).c_str(), F_OK) == 0) return "";
   }
-  const std::string pci = env.Path("/sys/bus/pci/devices").string() + "/";
+  const std::filesystem::path pci = env.Path("/sys/bus/pci/devices");
   for (const std::string& name : ListNames(pci)) {
-    if (HasPciVendor(pci + name + "/vendor", kNvidiaPciVendor)) return "";
+    if (ReadFirstWord(pci / name / "vendor") == kNvidiaPciVendor) return "";
   }
   return "not asked: no NVIDIA kernel module, device node or PCI device here, and no LD_LIBRARY_PATH";
 }

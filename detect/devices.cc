@@ -17,6 +17,7 @@
 #include "detect/directory.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "detect/sysfs_word.h"
 
 namespace distrun {
 namespace {
@@ -316,7 +317,7 @@ bool VfioGroupIsTpu(const Environment& env, const std::string& group) {
   std::error_code ec;
   if (!fs::is_directory(devices, ec)) return true;
   for (const fs::path& device : ListDir(devices)) {
-    if (Trim(ReadSmallFile(device / "vendor")) == "0x1ae0") return true;
+    if (ReadFirstWord(device / "vendor") == "0x1ae0") return true;
   }
   return false;
 }

@@ -27,6 +27,7 @@
 #include "detect/errors.h"
 #include "detect/gce_metadata.h"
 #include "detect/parse.h"
+#include "detect/sysfs_word.h"
 
 namespace distrun {
 namespace {
@@ -46,13 +47,6 @@ constexpr std::array<std::string_view, 7> kTpuPciDevices = {
     "0x0076",  // TPU7x
 };
 
-std::string FirstToken(const fs::path& file) {
-  std::ifstream in(file);
-  std::string token;
-  in >> token;
-  return token;
-}
-
 bool IsAccelDevice(std::string_view name) {
   if (!name.starts_with("accel") || name.size() == 5) return false;
   return name.substr(5).find_first_not_of("0123456789") == std::string_view::npos;
@@ -66,8 +60,8 @@ bool LooksLikeTpuVm(const Environment& env) {
   }
   const fs::path pci = env.Path("/sys/bus/pci/devices");
   for (const std::string& name : ListNames(pci)) {
-    if (FirstToken(pci / name / "vendor") != kGooglePciVendor) continue;
-    std::string device = FirstToken(pci / name / "device");
+    if (ReadFirstWord(pci / name / "vendor") != kGooglePciVendor) continue;
+    std::string device = ReadFirstWord(pci / name / "device");
     if (std::find(kTpuPciDevices.begin(), kTpuPciDevices.end(), device) != kTpuPciDevices.end()) return true;
   }
   return false;
