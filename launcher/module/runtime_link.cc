@@ -251,7 +251,6 @@ GrpcServerConfig RuntimeLink::MakeServerConfig(const Plan& plan, const Options& 
   if (!options.join && SingleHost(plan)) {
     gc.address = worker_address_;
     gc.loopback_only = true;
-    if (!plan.topology.coordinator_port) gc.listen = ReserveProvisionalPort(plan, gc.address);
   } else {
     gc.torch_store_job_hosts_only = true;  // TCPStore has no credentials: this host and the agents' only
     HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
@@ -268,6 +267,8 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
   if (token_ != protection_.token.value) sc.worker_token = token_;  // made here: every node learns it
   service_ = std::make_unique<CoordinationService>(std::move(sc));
   GrpcServerConfig gc = MakeServerConfig(plan, options);
+  if (gc.loopback_only && !plan.topology.coordinator_port)
+    gc.listen = ReserveProvisionalPort(plan, gc.address);
   try {
     server_ = std::make_unique<GrpcServer>(*service_, gc);
   } catch (const UsageError&) {
