@@ -5,13 +5,12 @@
 // range. It never fails on timing: machines are noisy. `.ci/run` prints it, and every closing note quotes
 // it. The programs measured are copies, as installed (InstalledCopies); --as-built 1 times them in place.
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "flags.h"
 #include "hot_path.h"
 #include "process_timer.h"
+#include "temp_dir.h"
 
 namespace distrun::bench {
 namespace {
@@ -54,35 +54,30 @@ std::map<std::string, double> ReadRecorded(const std::string& path) {
 class InstalledCopies {
  public:
   InstalledCopies() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "distrun-guard-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) != nullptr) dir_ = pattern;
+    try {
+      dir_.emplace("distrun-guard");
+    } catch (const std::exception&) {  // nowhere to copy to: the programs are timed where they are
+    }
   }
-  ~InstalledCopies() {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-  InstalledCopies(const InstalledCopies&) = delete;
-  InstalledCopies& operator=(const InstalledCopies&) = delete;
 
   // The copy of `program` and of `companions` beside it, in the same directory; `program` itself when
   // they cannot be copied.
   std::string Copy(const std::string& program, const std::vector<std::string>& companions = {}) {
-    if (dir_.empty()) return program;
+    if (!dir_) return program;
     const std::filesystem::path from(program);
     std::error_code ec;
-    const std::filesystem::path to = dir_ / from.filename();
+    const std::filesystem::path to = dir_->path() / from.filename();
     std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
     for (const std::string& name : companions) {
       if (ec) break;
-      std::filesystem::copy_file(from.parent_path() / name, dir_ / name,
+      std::filesystem::copy_file(from.parent_path() / name, dir_->path() / name,
                                  std::filesystem::copy_options::overwrite_existing, ec);
     }
     return ec ? program : to.string();
   }
-  const std::filesystem::path& dir() const { return dir_; }
 
  private:
-  std::filesystem::path dir_;
+  std::optional<TempDir> dir_;
 };
 
 }  // namespace
@@ -97,12 +92,13 @@ std::string FloorProgram() {
 int GuardBench(const Flags& flags) {
   InstalledCopies copies;
   const bool as_built = flags.Int("as-built", 0) != 0;
-  std::string distrun = flags.Get("distrun", "build/release/distrun");
-  std::string floor = flags.Get("floor", FloorProgram());
-  if (!as_built) {
-    distrun = copies.Copy(distrun, {"distrun-runtime.so", "distrun-sentinel"});
-    floor = copies.Copy(floor);
-  }
+  const std::string built = flags.Get("distrun", "build/release/distrun");
+  const std::string distrun =
+      as_built ? built : copies.Copy(built, {"distrun-runtime.so", "distrun-sentinel"});
+  const std::string floor =
+      as_built ? flags.Get("floor", FloorProgram()) : copies.Copy(flags.Get("floor", FloorProgram()));
+  const std::string measured =
+      distrun == built ? "the build's own files (" + built + ")" : "copies, as installed (" + distrun + ")";
   const int repeats = std::max(1, static_cast<int>(flags.Int("repeats", 3)));
   const std::string recorded_path = flags.Get("recorded", "bench/guard_recorded.txt");
   const std::map<std::string, double> recorded = ReadRecorded(recorded_path);
@@ -144,8 +140,7 @@ int GuardBench(const Flags& flags) {
       "hot-path guard: ratios of whole-process times, alternated in one run, median of %d (range);\n"
       "goals are upper bounds; floor-N: the least any launcher could take here (ref); recorded: %s.\n"
       "Timing never fails the guard. Programs measured: %s.\n",
-      repeats, recorded_path.c_str(),
-      as_built ? "as built (--as-built 1)" : ("installed copies, " + copies.dir().string()).c_str());
+      repeats, recorded_path.c_str(), measured.c_str());
   std::printf("  %-10s %7s %9s %-25s %21s\n", "check", "goal", "recorded", "now (range)",
               "ours / theirs (ms)");
   std::string json = "{\"bench\": \"guard\", \"repeats\": " + std::to_string(repeats) + ", \"checks\": [";

@@ -5,8 +5,6 @@
 // standard modules with and without the hooks, measured inside the process; and the finder's own cost per
 // import.
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include "launcher/supervise/python_site.h"
 #include "launcher/supervise/python_sources.h"
 #include "process_timer.h"
+#include "temp_dir.h"
 
 namespace distrun::bench {
 namespace {
@@ -47,20 +46,6 @@ constexpr char kPerImport[] =
     "    best = took if best is None else min(best, took)\n"
     "print('%.3f' % (best * 1e6))\n";
 
-struct Dir {
-  std::filesystem::path path;
-  Dir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "distrun-python-site-bench-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = pattern;
-  }
-  ~Dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-};
-
 // The first line a command prints (its exit status must be 0).
 std::string RunForOutput(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   std::string line;
@@ -86,10 +71,10 @@ std::string RunForOutput(const std::vector<std::string>& argv, const std::vector
 int PythonSiteBench(const Flags& flags) {
   const std::string python = flags.Get("python", "/usr/bin/python3");
   const int runs = static_cast<int>(flags.Int("runs", 200));
-  Dir dir;
-  PythonSite site((dir.path / "site").string());
+  TempDir dir("distrun-python-site-bench");
+  PythonSite site((dir.path() / "site").string());
   // The same site without its import hooks: the call that installs them removed.
-  const std::string without = (dir.path / "site-without-hooks").string();
+  const std::string without = (dir.path() / "site-without-hooks").string();
   PythonSite unhooked(without);
   {
     std::string text(embedded::kSitecustomizePy);
@@ -102,10 +87,10 @@ int PythonSiteBench(const Flags& flags) {
     std::fputs(text.c_str(), f);
     std::fclose(f);
   }
-  std::filesystem::create_directory(dir.path / "stacks");
+  std::filesystem::create_directory(dir.path() / "stacks");
   const std::vector<std::string> env = {"PATH=/usr/bin:/bin",
-                                        "HOME=" + dir.path.string(),
-                                        "DISTRUN_STACKS_DIR=" + (dir.path / "stacks").string(),
+                                        "HOME=" + dir.path().string(),
+                                        "DISTRUN_STACKS_DIR=" + (dir.path() / "stacks").string(),
                                         "DISTRUN_STACK_SIGNAL=39",
                                         "DISTRUN_NUM_PROCESSES=8",
                                         "DISTRUN_PROCESS_ID=3",
