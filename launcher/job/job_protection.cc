@@ -78,6 +78,11 @@ bool SingleHost(const Plan& plan) {
                                             [&](const std::string& h) { return h == t.hosts.front(); });
 }
 
+std::string LoopbackHost(const Plan& plan) {
+  const std::string& host = plan.topology.coordinator_host;
+  return host == "::1" || host == "[::1]" ? "::1" : "127.0.0.1";
+}
+
 JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environment& env) {
   if (const std::string* t = env.Get("DISTRUN_TOKEN"); t != nullptr && !t->empty()) {
     if (std::string problem = TokenProblem(*t); !problem.empty()) {

@@ -37,6 +37,8 @@ JobToken ResolveJobToken(const Plan& plan, const Options& options, const Environ
 
 // Whether every distrun and worker of the job runs on this host (the runtime then listens on loopback).
 bool SingleHost(const Plan& plan);
+// The loopback address such a job's runtime listens on: ::1 where the coordinator is, else 127.0.0.1.
+std::string LoopbackHost(const Plan& plan);
 
 // Where options.munge_socket came from, as messages name it: --munge-socket, DISTRUN_MUNGE_SOCKET, the
 // config.

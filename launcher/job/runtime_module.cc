@@ -79,7 +79,9 @@ void ThrowModuleError(const ModuleError& error) {
   throw std::runtime_error(error.message);
 }
 
-RuntimeModule RuntimeModule::Load(const std::string& self) {
+RuntimeModule RuntimeModule::Load(const std::string& self) { return LoadFile(Locate(self)); }
+
+std::string RuntimeModule::Locate(const std::string& self) {
   std::string path = FindCompanionFile(self, kRuntimeModuleFile, R_OK);
   if (path.empty()) {
     throw RuntimeModuleError(std::string("the runtime module ") + kRuntimeModuleFile + " is neither beside " +
@@ -87,7 +89,7 @@ RuntimeModule RuntimeModule::Load(const std::string& self) {
                              " nor in ../libexec/distrun: distrun needs it to launch a job or to speak to "
                              "one; reinstall distrun (both come together)");
   }
-  return LoadFile(path);
+  return path;
 }
 
 RuntimeModule RuntimeModule::LoadFile(const std::string& path) {
@@ -123,9 +125,9 @@ bool RuntimeModule::RunVerb(int argc, const char* const* argv, const EnvVars& en
 std::unique_ptr<JobLink> RuntimeModule::OpenLink(const Plan& plan, const Options& options,
                                                  const Environment& env,
                                                  const std::shared_ptr<spdlog::logger>& log,
-                                                 const std::string& leaving) const {
+                                                 const std::string& leaving, const HeldPort* held) const {
   ModuleError error;
-  ModuleLink* link = api_->open_link(plan, options, env, log, leaving, error);
+  ModuleLink* link = api_->open_link(plan, options, env, log, leaving, held, error);
   ThrowModuleError(error);
   return std::make_unique<LoadedLink>(link);
 }

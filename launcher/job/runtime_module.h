@@ -22,6 +22,7 @@
 
 #include "detect/environment.h"
 #include "launcher/config/options.h"
+#include "launcher/job/held_port.h"
 #include "launcher/job/job_link.h"
 #include "launcher/plan/plan.h"
 
@@ -71,22 +72,23 @@ struct RuntimeModuleApi {
   // is none of them.
   bool (*run_verb)(int argc, const char* const* argv, const EnvVars& env, int& exit_code,
                    ModuleError& error) = nullptr;
-  // This node's link to the job's runtime (node 0 also starts the service); null with `error` set.
+  // This node's link to the job's runtime (node 0 also starts the service); null with `error` set. `held`:
+  // a single-host job's port and token, held until now (launcher/job/lazy_link.h); else null.
   ModuleLink* (*open_link)(const Plan& plan, const Options& options, const Environment& env,
                            const std::shared_ptr<spdlog::logger>& log, const std::string& leaving,
-                           ModuleError& error) = nullptr;
+                           const HeldPort* held, ModuleError& error) = nullptr;
 };
 
 // Changes when the interface or the size of a type that crosses it does. Both sides of one build agree; a
 // module left from another build (an installation half replaced) is refused with a message, not run.
 constexpr uint64_t RuntimeModuleFingerprint() {
-  constexpr uint64_t kInterfaceVersion = 1;
+  constexpr uint64_t kInterfaceVersion = 2;
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the sizes
   for (uint64_t v :
        {kInterfaceVersion, uint64_t{sizeof(Plan)}, uint64_t{sizeof(Options)}, uint64_t{sizeof(Environment)},
         uint64_t{sizeof(JobAssignment)}, uint64_t{sizeof(FailedWorker)}, uint64_t{sizeof(NodeProgress)},
         uint64_t{sizeof(StacksReply)}, uint64_t{sizeof(JobDecision)}, uint64_t{sizeof(ModuleError)},
-        uint64_t{sizeof(RuntimeModuleApi)}}) {
+        uint64_t{sizeof(HeldPort)}, uint64_t{sizeof(RuntimeModuleApi)}}) {
     h = (h ^ v) * 1099511628211ull;
   }
   return h;
@@ -103,6 +105,8 @@ class RuntimeModule {
  public:
   // Loads distrun-runtime.so for the distrun program at `self`. Throws RuntimeModuleError.
   static RuntimeModule Load(const std::string& self);
+  // Where Load would find it; throws the RuntimeModuleError Load would where it is missing.
+  static std::string Locate(const std::string& self);
   // Loads the file at `path`, whatever its name. Throws RuntimeModuleError.
   static RuntimeModule LoadFile(const std::string& path);
 
@@ -110,8 +114,8 @@ class RuntimeModule {
   bool RunVerb(int argc, const char* const* argv, const EnvVars& env, int& exit_code) const;
   // RuntimeLink's constructor, behind the module; throws what it threw.
   std::unique_ptr<JobLink> OpenLink(const Plan& plan, const Options& options, const Environment& env,
-                                    const std::shared_ptr<spdlog::logger>& log,
-                                    const std::string& leaving) const;
+                                    const std::shared_ptr<spdlog::logger>& log, const std::string& leaving,
+                                    const HeldPort* held = nullptr) const;
 
  private:
   explicit RuntimeModule(const RuntimeModuleApi* api) : api_(api) {}

@@ -90,9 +90,9 @@ bool RunVerb(int argc, const char* const* argv, const EnvVars& env, int& exit_co
 
 ModuleLink* OpenLink(const Plan& plan, const Options& options, const Environment& env,
                      const std::shared_ptr<spdlog::logger>& log, const std::string& leaving,
-                     ModuleError& error) {
+                     const HeldPort* held, ModuleError& error) {
   return Guard(error, [&]() -> ModuleLink* {
-    return new GuardedLink(std::make_unique<RuntimeLink>(plan, options, env, log, leaving));
+    return new GuardedLink(std::make_unique<RuntimeLink>(plan, options, env, log, leaving, held));
   });
 }
 

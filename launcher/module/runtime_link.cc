@@ -77,14 +77,14 @@ JobDecision ToDecision(const JobEvent& e) {
 }
 
 // A single-host job's port: the one its plan was made with (picked free a moment before), so that the
-// rendezvous settles the plan as it is and it is not made again; else (taken meanwhile) any.
-std::shared_ptr<ListeningSocket> ReserveProvisionalPort(const Plan& plan, const std::string& loopback) {
+// rendezvous settles the plan as it is and it is not made again; else (taken meanwhile) any. A port held
+// since before the workers started is theirs already.
+std::shared_ptr<ListeningSocket> ProvisionalPort(const Plan& plan, const HeldPort* held) {
+  if (held) return std::make_shared<ListeningSocket>(ListeningSocket::Duplicate(held->listen_fd));
   try {
     int port = ParseHostPort("coordinator address", plan.assignment.coordinator_address).port.value_or(0);
-    if (port > 0) {
-      return std::make_shared<ListeningSocket>(
-          ListeningSocket::Reserve(loopback.starts_with("[") ? "::1" : "127.0.0.1", port));
-    }
+    if (port > 0)
+      return std::make_shared<ListeningSocket>(ListeningSocket::Reserve(LoopbackHost(plan), port));
   } catch (const std::exception&) {
   }
   return nullptr;
@@ -93,7 +93,8 @@ std::shared_ptr<ListeningSocket> ReserveProvisionalPort(const Plan& plan, const 
 }  // namespace
 
 RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
-                         std::shared_ptr<spdlog::logger> log, const std::string& leaving)
+                         std::shared_ptr<spdlog::logger> log, const std::string& leaving,
+                         const HeldPort* held)
     : log_(std::move(log)),
       node_rank_(options.join ? kArrivingNode : plan.layout.unit_index),
       num_nodes_(plan.layout.units),
@@ -103,6 +104,9 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   protection_ = ResolveProtection(plan, options, env);
   if (!protection_.munge_socket.warning.empty()) log_->warn("{}", protection_.munge_socket.warning);
   const JobToken& token = protection_.token;
+  // A single-host job's token was made up when its port was held, and its workers have it.
+  if (held && protection_.token.made_up)
+    protection_.token.value = protection_.worker_token = held->worker_token;
   token_ = protection_.worker_token;
   if (options.join) {
     CheckArrival(plan, token);
@@ -137,16 +141,14 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   const bool single_host = !options.join && SingleHost(plan);
   if (single_host) {
     // Every distrun and worker of the job is on this host: loopback only, never reachable from outside.
-    int port = plan.topology.coordinator_port.value_or(0);
-    bool v6 = plan.topology.coordinator_host == "::1" || plan.topology.coordinator_host == "[::1]";
-    worker_address_ = (v6 ? "[::1]:" : "127.0.0.1:") + std::to_string(port);
+    worker_address_ = FormatHostPort(LoopbackHost(plan), plan.topology.coordinator_port.value_or(0));
   } else {
     worker_address_ = plan.assignment.coordinator_address;
   }
   const std::filesystem::path stacks_dir = options.log_dir
                                                ? std::filesystem::path(*options.log_dir)
                                                : std::filesystem::path(env.GetOr("TMPDIR", "/tmp"));
-  if (node_rank_ == 0) StartService(plan, options, stacks_dir);
+  if (node_rank_ == 0) StartService(plan, options, stacks_dir, held);
   if (options.join) log_->info("arriving at the running job at {}", *options.join);
 
   AgentConfig config;
@@ -262,13 +264,12 @@ GrpcServerConfig RuntimeLink::MakeServerConfig(const Plan& plan, const Options& 
 }
 
 void RuntimeLink::StartService(const Plan& plan, const Options& options,
-                               const std::filesystem::path& stacks_dir) {
+                               const std::filesystem::path& stacks_dir, const HeldPort* held) {
   ServiceConfig sc = MakeServiceConfig(plan, options, stacks_dir);
   if (token_ != protection_.token.value) sc.worker_token = token_;  // made here: every node learns it
   service_ = std::make_unique<CoordinationService>(std::move(sc));
   GrpcServerConfig gc = MakeServerConfig(plan, options);
-  if (gc.loopback_only && !plan.topology.coordinator_port)
-    gc.listen = ReserveProvisionalPort(plan, gc.address);
+  if (gc.loopback_only && (held || !plan.topology.coordinator_port)) gc.listen = ProvisionalPort(plan, held);
   try {
     server_ = std::make_unique<GrpcServer>(*service_, gc);
   } catch (const UsageError&) {

@@ -13,6 +13,7 @@
 
 #include "detect/environment.h"
 #include "launcher/config/options.h"
+#include "launcher/job/held_port.h"
 #include "launcher/job/job_link.h"
 #include "launcher/job/job_protection.h"
 #include "launcher/plan/plan.h"
@@ -36,8 +37,10 @@ class RuntimeLink final : public JobLink {
   // Starts the service when this distrun is node 0, then this node's agent. Throws JobLinkError when the
   // service cannot listen, UsageError for a bad token file.
   // `leaving` non-empty: this node's first join says it leaves the job, for that reason (--node-check).
+  // `held`: a single-host job's port and workers' token, from the link that held them until now.
   RuntimeLink(const Plan& plan, const Options& options, const Environment& env,
-              std::shared_ptr<spdlog::logger> log, const std::string& leaving = "");
+              std::shared_ptr<spdlog::logger> log, const std::string& leaving = "",
+              const HeldPort* held = nullptr);
   // Finishes (below), then stops the agent and the service.
   ~RuntimeLink() override;
 
@@ -61,7 +64,8 @@ class RuntimeLink final : public JobLink {
   ServiceConfig MakeServiceConfig(const Plan& plan, const Options& options,
                                   const std::filesystem::path& stacks_dir) const;
   GrpcServerConfig MakeServerConfig(const Plan& plan, const Options& options) const;
-  void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir);
+  void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir,
+                    const HeldPort* held);
   // An elastic job's node other than node 0: binds the port it would serve the job on as the epoch's
   // standby, and keeps what it needs to rebuild the service (DESIGN §4.5). Empty: it cannot (logged).
   std::string PrepareStandby(const Plan& plan, const Options& options,

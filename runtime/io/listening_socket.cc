@@ -1,5 +1,6 @@
 #include "runtime/io/listening_socket.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -32,6 +33,17 @@ ListeningSocket ListeningSocket::Open(const std::string& host, int port) { retur
 
 ListeningSocket ListeningSocket::Reserve(const std::string& host, int port) {
   return Bind(host, port, false);
+}
+
+ListeningSocket ListeningSocket::Duplicate(int fd) {
+  ListeningSocket s;
+  s.fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (s.fd_ < 0) {
+    throw std::runtime_error(std::string("the runtime cannot take over its held port: ") +
+                             std::strerror(errno));
+  }
+  s.port_ = BoundPort(s.fd_);
+  return s;
 }
 
 void ListeningSocket::Listen() {

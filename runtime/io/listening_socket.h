@@ -16,6 +16,10 @@ class ListeningSocket {
   static ListeningSocket Open(const std::string& host, int port);
   // Binds as Open does, without listening yet (Listen).
   static ListeningSocket Reserve(const std::string& host, int port);
+  // A descriptor of its own for the socket `fd` another owner holds (a dup, close-on-exec): a single-host
+  // job's port, held listening until its runtime starts (launcher/job/lazy_link.h). Throws
+  // std::runtime_error.
+  static ListeningSocket Duplicate(int fd);
   // Listens (again: a socket that listens already keeps its queue). Throws std::runtime_error.
   void Listen();
   ~ListeningSocket();
