@@ -18,6 +18,7 @@
 #include "launcher/config/config_file.h"
 #include "launcher/config/options.h"
 #include "launcher/job/job_protection.h"
+#include "launcher/job/lazy_link.h"
 #include "launcher/job/runtime_module.h"
 #include "launcher/plan/mpi_program.h"
 #include "launcher/plan/plan.h"
@@ -93,15 +94,19 @@ int Run(int argc, const char* const* argv) {
 
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
-  // A launch needs the runtime module: it is mapped and relocated on a thread of its own (with the mask
-  // above) while this one detects and plans. The MPI probe waits for it: the probe forks and loads libmpi
-  // in the child, and a fork while another thread is inside dlopen leaves the child's loader half-updated
-  // (glibc then asserts in _dl_sort_maps_dfs).
+  // A launch needs the runtime module, unless the job's runtime may start late (launcher/job/lazy_link.h),
+  // which the plan tells. Where the options already say it cannot, the module is mapped and relocated on a
+  // thread of its own (with the mask above) while this one detects and plans. The MPI probe then waits for
+  // it: the probe forks and loads libmpi in the child, and a fork while another thread is inside dlopen
+  // leaves the child's loader half-updated (glibc then asserts in _dl_sort_maps_dfs).
   std::shared_future<RuntimeModule> module_loading;
-  if (cl.action == Action::kLaunch && !module) {
+  auto load_module = [&] {
     module_loading = std::async(std::launch::async, [program = env.program] {
                        return RuntimeModule::Load(program);
                      }).share();
+  };
+  if (cl.action == Action::kLaunch && !module && !LazyLink::MayFit(options)) {
+    load_module();
     if (env.mpi_probe) {
       env.mpi_probe = [probe = std::move(env.mpi_probe),
                        module_loading](const std::vector<std::string>& libraries) {
@@ -144,11 +149,37 @@ int Run(int argc, const char* const* argv) {
   CheckMpiProgram(plan, options.command, env);
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
-  // Every distrun is an agent of the job's runtime; node 0's also hosts its service.
-  if (!module) module = module_loading.get();
-  JobLinkFactory make_link = [plan, options, env, log,
-                              runtime = *module](const std::string& leaving) -> std::unique_ptr<JobLink> {
-    return runtime.OpenLink(plan, options, env, log, leaving);
+  // Every distrun is an agent of the job's runtime; node 0's also hosts its service. A single-host job's
+  // starts when something needs it; a missing module is said now all the same, before any worker starts.
+  const bool starts_late = LazyLink::Fits(plan, options);
+  if (starts_late && !module) {
+    RuntimeModule::Locate(env.program);
+  } else if (!module && !module_loading.valid()) {
+    load_module();  // beside the supervisor's start (its sentinel, its files)
+  }
+  // What the link is made of, kept by whichever link starts the runtime (a late one, beyond the supervisor).
+  struct LinkInputs {
+    Plan plan;
+    Options options;
+    Environment env;
+    std::shared_ptr<spdlog::logger> log;
+  };
+  auto in = std::make_shared<const LinkInputs>(LinkInputs{plan, options, env, log});
+  JobLinkFactory make_link = [in, module, module_loading,
+                              starts_late](const std::string& leaving) -> std::unique_ptr<JobLink> {
+    if (starts_late && leaving.empty()) {
+      auto start = [in](const HeldPort& held) {
+        return RuntimeModule::Load(in->env.program)
+            .OpenLink(in->plan, in->options, in->env, in->log, "", &held);
+      };
+      if (std::unique_ptr<JobLink> lazy = LazyLink::Hold(in->plan, in->options, in->env, in->log, start)) {
+        return lazy;
+      }
+    }
+    const RuntimeModule runtime = module                   ? *module
+                                  : module_loading.valid() ? module_loading.get()
+                                                           : RuntimeModule::Load(in->env.program);
+    return runtime.OpenLink(in->plan, in->options, in->env, in->log, leaving);
   };
   int exit_code = 0;
   std::unique_ptr<JobLink> link;

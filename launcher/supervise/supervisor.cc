@@ -249,6 +249,9 @@ std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const Worker
 
 void Supervisor::StartWorkers() {
   phase_ = Phase::kRunning;
+  // The first report one interval in: a single-host job that ends sooner never starts its runtime for it
+  // (launcher/job/lazy_link.h).
+  next_progress_ = Clock::now() + kProgressInterval;
   stop_reason_ = StopReason::kNone;
   root_cause_.reset();
   root_cause_here_ = true;

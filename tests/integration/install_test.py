@@ -116,9 +116,10 @@ class Install(unittest.TestCase):
         self.assertIn('"method"', r.stdout)
 
     def test_installed_program_starts_the_installed_sentinel_and_loads_the_installed_module(self):
-        # The worker lists its distrun's children (the other one is the sentinel, started from libexec) and
-        # the runtime module its distrun mapped.
+        # The worker lists its distrun's children (the other one is the sentinel, started from libexec) and,
+        # once its `distrun kv` has made its distrun start the job's runtime, the runtime module it mapped.
         script = ('for c in $(cat /proc/$PPID/task/*/children); do readlink /proc/$c/exe; done; '
+                  '"$DISTRUN_PROGRAM" kv set seen yes && '
                   'grep -o "/.*/distrun-runtime.so" /proc/$PPID/maps | sort -u')
         r = sh([self.path("bin/distrun"), "--nproc-per-node", "1", "--", "/bin/sh", "-c", script],
                env={"CUDA_VISIBLE_DEVICES": ""})
