@@ -24,6 +24,7 @@
 #include "launcher/plan/plan.h"
 #include "launcher/process/output.h"
 #include "launcher/report/detect_report.h"
+#include "launcher/supervise/sentinel.h"
 #include "launcher/supervise/supervisor.h"
 #include "launcher/version.h"
 
@@ -94,6 +95,14 @@ int Run(int argc, const char* const* argv) {
 
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
+  // The sentinel's spawn waits for its exec: begun now, on a thread with the mask above, it runs beside
+  // detection and planning instead of holding the workers back (the supervisor starts it otherwise).
+  std::future<Sentinel> sentinel_starting;
+  if (cl.action == Action::kLaunch && !options.command.empty()) {
+    if (std::string program = FindSentinelProgram(env.program); !program.empty()) {
+      sentinel_starting = StartSentinelProgram(std::move(program));
+    }
+  }
   // A launch needs the runtime module, unless the job's runtime may start late (launcher/job/lazy_link.h),
   // which the plan tells. Where the options already say it cannot, the module is mapped and relocated on a
   // thread of its own (with the mask above) while this one detects and plans. The MPI probe then waits for
@@ -186,6 +195,7 @@ int Run(int argc, const char* const* argv) {
   std::unique_ptr<Spawner> spawner;
   {
     Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log, std::move(make_link));
+    if (sentinel_starting.valid()) supervisor.AdoptSentinel(std::move(sentinel_starting));
     exit_code = supervisor.Run();
     link = supervisor.ReleaseLink();
 #ifndef DISTRUN_ORDERLY_EXIT

@@ -164,6 +164,8 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
   try {
     ::setpgid(0, 0);  // out of distrun's group: a kill of that group must not take the sentinel too
     ::prctl(PR_SET_NAME, "distrun-sentinel");
+    // It writes nothing, but may have started before distrun ignored SIGPIPE (StartSentinelProgram).
+    ::signal(SIGPIPE, SIG_IGN);
     int null_fd = ::open("/dev/null", O_RDWR);
     if (null_fd >= 0) {
       ::dup2(null_fd, STDIN_FILENO);
@@ -227,6 +229,13 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
   } catch (...) {
   }
   ::_exit(0);
+}
+
+std::future<Sentinel> StartSentinelProgram(std::string program) {
+  EnsureStandardFds();
+  return std::async(std::launch::async, [program = std::move(program)] {
+    return Sentinel::Start(program, /*fork_if_that_fails=*/false);
+  });
 }
 
 std::string FindSentinelProgram(const std::string& self) {

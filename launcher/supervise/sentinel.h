@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <future>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,14 @@ class Sentinel {
   bool released_ = false;
   UniqueFd to_sentinel_;
 };
+
+// Starts distrun-sentinel (`program`, FindSentinelProgram) on a thread of its own, so that its spawn (which
+// waits for the program's exec) runs beside the caller's detection and planning rather than before the
+// workers' start. Call after blocking the signals distrun handles (the thread and the sentinel inherit the
+// mask); standard descriptors are made sure of first, so that the sentinel's socket is never one of them.
+// The future holds the Sentinel, or the std::runtime_error of a program that cannot be started; dropped
+// unread, it still reaps the sentinel (which sweeps nothing: no worker was made known to it).
+std::future<Sentinel> StartSentinelProgram(std::string program);
 
 // distrun-sentinel for the distrun program at `self`: beside it (a build tree) or in ../libexec/distrun (an
 // installation); empty when neither is there.

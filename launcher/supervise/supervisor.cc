@@ -166,14 +166,16 @@ void Supervisor::SetUpProcess() {
     }
   }
   // distrun-sentinel beside this program, started without copying distrun, on a thread of its own while
-  // the runtime starts (posix_spawn waits for the program's exec); else a fork, while distrun is still
-  // single-threaded. The signals masked above are masked in that thread and in the sentinel too.
-  std::string program = FindSentinelProgram(env_.program);
-  if (program.empty()) {
-    sentinel_ = Sentinel::Start();
-  } else {
-    sentinel_starting_ = std::async(
-        std::launch::async, [program] { return Sentinel::Start(program, /*fork_if_that_fails=*/false); });
+  // the scratch files are written (posix_spawn waits for the program's exec); else a fork, while distrun
+  // is still single-threaded. The signals masked above are masked in that thread and in the sentinel too.
+  // main starts it earlier still (AdoptSentinel).
+  if (!sentinel_starting_.valid()) {
+    std::string program = FindSentinelProgram(env_.program);
+    if (program.empty()) {
+      sentinel_ = Sentinel::Start();
+    } else {
+      sentinel_starting_ = StartSentinelProgram(std::move(program));
+    }
   }
   non_default_signals_ = NonDefaultSignals();
   signal_fd_.Reset(::signalfd(-1, &handled_, SFD_NONBLOCK | SFD_CLOEXEC));
