@@ -334,12 +334,13 @@ Spawner::~Spawner() {
   for (std::thread& t : helpers_) t.join();
 }
 
-std::vector<SpawnOutcome> Spawner::Start(const std::vector<SpawnSpec>& specs) {
-  std::vector<SpawnOutcome> out(specs.size());
+std::vector<SpawnOutcome> Spawner::Start(size_t count, const MakeSpec& make) {
+  std::vector<SpawnSpec> specs(count);
+  std::vector<SpawnOutcome> out(count);
   // One /dev/null for every worker's stdin, open until the batch has started (if it cannot be opened,
   // each start tries and reports why).
   UniqueFd dev_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  const size_t wanted = std::min(threads_, specs.size());
+  const size_t wanted = std::min(threads_, count);
   while (helpers_.size() + 1 < wanted) {
     try {
       helpers_.emplace_back([this] { HelperLoop(); });
@@ -351,31 +352,46 @@ std::vector<SpawnOutcome> Spawner::Start(const std::vector<SpawnSpec>& specs) {
   specs_ = &specs;
   out_ = &out;
   dev_null_ = dev_null.get();
+  made_ = 0;
   next_ = 0;
-  ++batch_;
-  work_cv_.notify_all();
+  auto end_batch = [&] {
+    done_cv_.wait(lock, [this] { return busy_ == 0; });
+    specs_ = nullptr;
+    out_ = nullptr;
+    dev_null_ = -1;
+  };
+  // Helpers read a spec only below made_, which moves under the lock: the spec is complete by then.
+  for (size_t i = 0; i < count; ++i) {
+    lock.unlock();
+    try {
+      make(i, specs[i]);
+    } catch (...) {
+      lock.lock();
+      next_ = made_;  // nothing more is taken; those taken finish, and `out` ends them as it unwinds
+      end_batch();
+      throw;
+    }
+    lock.lock();
+    made_ = i + 1;
+    work_cv_.notify_one();
+  }
   Work(lock);
-  done_cv_.wait(lock, [this] { return busy_ == 0; });
-  specs_ = nullptr;
-  out_ = nullptr;
-  dev_null_ = -1;
+  end_batch();
   return out;
 }
 
 void Spawner::HelperLoop() {
   std::unique_lock lock(mu_);
-  uint64_t seen = batch_;
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || batch_ != seen; });
+    work_cv_.wait(lock, [&] { return stopping_ || (specs_ != nullptr && next_ < made_); });
     if (stopping_) return;
-    seen = batch_;
     Work(lock);
   }
 }
 
 void Spawner::Work(std::unique_lock<std::mutex>& lock) {
   ++busy_;
-  while (specs_ != nullptr && next_ < specs_->size()) {
+  while (specs_ != nullptr && next_ < made_) {
     const size_t i = next_++;
     const SpawnSpec& spec = (*specs_)[i];
     SpawnOutcome& outcome = (*out_)[i];

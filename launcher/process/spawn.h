@@ -116,12 +116,18 @@ class Spawner {
   Spawner(const Spawner&) = delete;
   Spawner& operator=(const Spawner&) = delete;
 
-  // Outcome i belongs to specs[i]. Helper threads are created at the first call that can use them.
-  std::vector<SpawnOutcome> Start(const std::vector<SpawnSpec>& specs);
+  // Starts `count` children, spec i made by `make(i, spec)` on the calling thread, in order, while the
+  // helper threads already start the ones made before it: the first worker starts while the others'
+  // environments are still being written (15 us each, a millisecond for 64). The calling thread then
+  // starts what is left. Outcome i belongs to spec i. Helper threads are created at the first call that
+  // can use them. When `make` throws, the children started so far are ended (their Child destructors) and
+  // the exception goes on.
+  using MakeSpec = std::function<void(size_t i, SpawnSpec& spec)>;
+  std::vector<SpawnOutcome> Start(size_t count, const MakeSpec& make);
 
  private:
   void HelperLoop();
-  // Starts children of the current batch until none is left.
+  // Starts the batch's children that are made and not yet taken, until none is left.
   void Work(std::unique_lock<std::mutex>& lock);
 
   const size_t threads_;
@@ -130,10 +136,10 @@ class Spawner {
   std::condition_variable done_cv_;
   const std::vector<SpawnSpec>* specs_ = nullptr;
   std::vector<SpawnOutcome>* out_ = nullptr;
-  size_t next_ = 0;
+  size_t made_ = 0;  // specs_[0, made_) may be started
+  size_t next_ = 0;  // the next one to start
   size_t busy_ = 0;    // threads inside Work
   int dev_null_ = -1;  // the batch's /dev/null (-1: each start opens its own)
-  uint64_t batch_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> helpers_;
 };

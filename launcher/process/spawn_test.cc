@@ -304,3 +304,74 @@ TEST(SpawnStatus, Descriptions) {
 
 }  // namespace
 }  // namespace distrun
+
+namespace distrun {
+namespace {
+
+// Specs made one after another while earlier ones start: every outcome in its spec's place, a start that
+// fails reported in its own, and the spawner usable again for the next batch.
+TEST(Spawner, StartsSpecsAsTheyAreMadeInOrder) {
+  Spawner spawner(3);
+  for (int batch = 0; batch < 2; ++batch) {
+    std::vector<size_t> made;
+    std::vector<SpawnOutcome> out = spawner.Start(6, [&](size_t i, SpawnSpec& spec) {
+      made.push_back(i);
+      spec.argv = i == 4 ? std::vector<std::string>{"/nonexistent/distrun-no-such-program"}
+                         : std::vector<std::string>{"/bin/sh", "-c", "exit " + std::to_string(i)};
+      spec.env = {kPath};
+    });
+    EXPECT_EQ(made, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
+    ASSERT_EQ(out.size(), 6u);
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (i == 4) {
+        ASSERT_TRUE(out[i].error);
+        EXPECT_THROW(std::rethrow_exception(out[i].error), SpawnError);
+        continue;
+      }
+      ASSERT_FALSE(out[i].error) << i;
+      EXPECT_EQ(ExitCodeOf(out[i].child.Wait()), static_cast<int>(i));
+    }
+  }
+}
+
+// Pids of the processes whose environment holds `entry`.
+std::vector<pid_t> ProcessesWith(const std::string& entry) {
+  std::vector<pid_t> found;
+  ForEachProcess([&](pid_t pid) {
+    std::string env = ReadProcFile("/proc/" + std::to_string(pid) + "/environ");
+    if (env.find(entry + '\0') != std::string::npos) found.push_back(pid);
+  });
+  return found;
+}
+
+// A spec that cannot be made ends the batch: the exception goes on, and every child started before it is
+// gone (its Child ended it), none left running.
+TEST(Spawner, MakeThatThrowsEndsTheChildrenStartedBefore) {
+  Spawner spawner(2);
+  const std::string marker = "DISTRUN_SPAWNER_TEST=" + std::to_string(::getpid());
+  EXPECT_THROW(spawner.Start(5,
+                             [&](size_t i, SpawnSpec& spec) {
+                               if (i == 3) {
+                                 // Spec 0 was handed to a helper when made: wait until it runs.
+                                 for (int tries = 0; tries < 500 && ProcessesWith(marker).empty(); ++tries) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                                 }
+                                 EXPECT_FALSE(ProcessesWith(marker).empty()) << "no child started";
+                                 throw std::runtime_error("cannot make spec 3");
+                               }
+                               spec.argv = {"/bin/sleep", "30"};
+                               spec.env = {kPath, marker};
+                             }),
+               std::runtime_error);
+  EXPECT_EQ(ProcessesWith(marker), std::vector<pid_t>{});
+  // The next batch runs.
+  std::vector<SpawnOutcome> out = spawner.Start(1, [](size_t, SpawnSpec& spec) {
+    spec.argv = {"/bin/true"};
+    spec.env = {kPath};
+  });
+  ASSERT_FALSE(out[0].error);
+  EXPECT_EQ(ExitCodeOf(out[0].child.Wait()), 0);
+}
+
+}  // namespace
+}  // namespace distrun

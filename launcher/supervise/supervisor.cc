@@ -267,18 +267,18 @@ void Supervisor::StartWorkers() {
   std::vector<std::vector<std::string>> fingerprints;
   for (const WorkerPlan& p : plan_.workers) fingerprints.push_back(FingerprintOf(p.env));
   sentinel_.AddFingerprints(fingerprints);
-  std::vector<SpawnSpec> specs(plan_.workers.size());
   // The private directory made at this launch holds no error file before its first workers ran (an unlink
   // per worker was 10 us); --log-dir's may hold an earlier job's.
   const bool clear_error_files =
       error_files_ && (rounds_started_ > 0 || error_files_->private_directory().empty());
   ++rounds_started_;
-  for (size_t i = 0; i < plan_.workers.size(); ++i) {
+  ArmWatchdog(true);
+  // Each worker's spec is made here while the spawner's threads start the ones before it.
+  std::vector<SpawnOutcome> outcomes = spawner_->Start(plan_.workers.size(), [&](size_t i, SpawnSpec& spec) {
     Worker& w = workers_[i];
     w.plan = plan_.workers[i];
     output_.StartWorker(i, w.plan.process_id, w.plan.local_rank);
     if (clear_error_files) error_files_->Clear(w.plan.process_id);
-    SpawnSpec& spec = specs[i];
     spec.argv = options_.command;
     spec.env = WorkerEnvironment(i, w.plan);
     spec.inherit_stdin = w.plan.process_id == 0;
@@ -286,9 +286,7 @@ void Supervisor::StartWorkers() {
     spec.non_default_signals = &non_default_signals_;
     spec.descriptor_limit = workers_descriptor_limit_;
     spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
-  }
-  ArmWatchdog(true);
-  std::vector<SpawnOutcome> outcomes = spawner_->Start(specs);
+  });
   std::exception_ptr first_error;
   size_t failed_slot = 0;
   for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -304,7 +302,7 @@ void Supervisor::StartWorkers() {
     w.started = true;
     worker_watch_->Started(i, w.plan.process_id, w.child.pid(),
                            fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), Clock::now());
-    if (specs[i].foreground) terminal_owner_ = w.child.pid();
+    if (w.plan.process_id == 0 && terminal_fd_ >= 0) terminal_owner_ = w.child.pid();  // its spec's foreground
     log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
                 w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
   }
