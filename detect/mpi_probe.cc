@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +18,8 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string_view>
+
+#include "detect/random_hex.h"
 
 namespace distrun {
 namespace {
@@ -170,26 +171,6 @@ std::array<int, 3> FreePorts() {
   return ports;
 }
 
-// `hex_digits` random hexadecimal digits from the kernel's random source.
-std::string RandomHex(size_t hex_digits) {
-  std::string bytes((hex_digits + 1) / 2, '\0');
-  size_t got = 0;
-  while (got < bytes.size()) {
-    ssize_t n = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw ProbeFailure(Errno("cannot read random bytes for the job token (getrandom)"));
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += kHex[c >> 4];
-    out += kHex[c & 0xf];
-  }
-  out.resize(hex_digits);
-  return out;
-}
-
 template <size_t N>
 void CopyTo(std::array<char, N>& out, std::string_view text) {
   size_t n = std::min(text.size(), N - 1);
@@ -208,7 +189,7 @@ RankZeroChoice ChooseOnRankZero() {
     choice.ports = FreePorts();
     CopyTo(choice.job_id, RandomHex(kJobIdHex));
     CopyTo(choice.token, RandomHex(kTokenHex));
-  } catch (const ProbeFailure& e) {
+  } catch (const std::runtime_error& e) {  // ProbeFailure, or RandomHex's
     CopyTo(choice.error, e.what());
   }
   return choice;

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "detect/random_hex.h"
 #include "runtime/auth/job_hosts.h"
 #include "runtime/auth/token_check.h"
 
@@ -59,14 +59,6 @@ std::string MungeSocketOptionSource(const Options& options) {
   if (source == "env") return "DISTRUN_MUNGE_SOCKET";
   if (source == "config") return "munge_socket in the config file";
   return "--munge-socket";
-}
-
-std::string RandomHex(size_t digits) {
-  std::random_device rd;
-  std::uniform_int_distribution<unsigned> nibble(0, 15);
-  std::string out;
-  for (size_t i = 0; i < digits; ++i) out += "0123456789abcdef"[nibble(rd)];
-  return out;
 }
 
 bool SingleHost(const Plan& plan) {

@@ -44,9 +44,6 @@ std::string LoopbackHost(const Plan& plan);
 // config.
 std::string MungeSocketOptionSource(const Options& options);
 
-// Digits of randomness for tokens.
-std::string RandomHex(size_t digits);
-
 struct JobProtection {
   enum class Kind { kLoopback, kMunge, kToken, kNone };
   Kind kind = Kind::kNone;

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <random>
 #include <tuple>
 
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "detect/random_hex.h"
 #include "launcher/plan/cpu_binding.h"
 #include "launcher/plan/task_variables.h"
 
@@ -141,14 +141,6 @@ int WorkersPerNode(const Options& o, const Environment& env, size_t gpu_count, c
   return ParseCount("--nproc-per-node", n);
 }
 
-std::string RandomRunId() {
-  std::random_device rd;
-  std::uniform_int_distribution<unsigned> nibble(0, 15);
-  std::string id;
-  for (int i = 0; i < 12; ++i) id += "0123456789abcdef"[nibble(rd)];
-  return id;
-}
-
 }  // namespace
 
 int PickFreePort() {
@@ -255,7 +247,7 @@ JobAssignment ProvisionalAssignment(const Topology& t, const LocalLayout& layout
   // Ports one choice gave every process (the MPI probe) keep the job's workers on the same ones.
   a.master_port = t.master_port ? *t.master_port : PickFreePort();
   a.jax_port = o.jax_coordinator_port ? *o.jax_coordinator_port : t.jax_port ? *t.jax_port : PickFreePort();
-  a.run_id = o.run_id ? *o.run_id : (!t.job_id.empty() ? t.job_id : RandomRunId());
+  a.run_id = o.run_id ? *o.run_id : (!t.job_id.empty() ? t.job_id : RandomHex(12));
   return a;
 }
 
