@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,19 @@ TEST(ElfNeeded, ReadsTheLibrariesAProgramNames) {
   std::ofstream(script) << "#!/bin/sh\necho hi\n";
   EXPECT_TRUE(ElfNeededLibraries(script).empty());
   EXPECT_TRUE(ElfNeededLibraries("/nonexistent/program").empty());
+}
+
+TEST(ElfNeeded, AFileCutShortNamesNothing) {
+  // /bin/true cut after its program headers, and after 4 KiB: the dynamic section or its strings are
+  // missing, so nothing can be named (and nothing is read past the end).
+  std::ifstream in("/bin/true", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 8192u);
+  for (size_t size : {size_t{64 + 13 * 56}, size_t{4096}}) {
+    const std::string cut = ::testing::TempDir() + "/distrun-elf-cut";
+    std::ofstream(cut, std::ios::binary) << bytes.substr(0, size);
+    EXPECT_TRUE(ElfNeededLibraries(cut).empty()) << size;
+  }
 }
 
 TEST(MpiProgram, KnowsTheMpiLibrariesByName) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -15,6 +16,14 @@ namespace {
 template <typename T>
 bool ReadAt(int fd, uint64_t offset, T& out) {
   return ::pread(fd, &out, sizeof out, static_cast<off_t>(offset)) == static_cast<ssize_t>(sizeof out);
+}
+
+// `count` records of T at `offset`, in one read (a read per record was 40 system calls per launch).
+template <typename T>
+bool ReadArrayAt(int fd, uint64_t offset, std::vector<T>& out, size_t count) {
+  out.resize(count);
+  const size_t bytes = count * sizeof(T);
+  return ::pread(fd, out.data(), bytes, static_cast<off_t>(offset)) == static_cast<ssize_t>(bytes);
 }
 
 // The file offset of a virtual address, through the segment that loads it.
@@ -37,10 +46,8 @@ std::vector<std::string> ElfNeededLibraries(const std::string& path) {
       header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum > 4096) {
     return {};
   }
-  std::vector<Elf64_Phdr> segments(header.e_phnum);
-  for (size_t i = 0; i < segments.size(); ++i) {
-    if (!ReadAt(fd.get(), header.e_phoff + i * sizeof(Elf64_Phdr), segments[i])) return {};
-  }
+  std::vector<Elf64_Phdr> segments;
+  if (!ReadArrayAt(fd.get(), header.e_phoff, segments, header.e_phnum)) return {};
   const Elf64_Phdr* dynamic = nullptr;
   for (const Elf64_Phdr& p : segments) {
     if (p.p_type == PT_DYNAMIC) dynamic = &p;
@@ -49,10 +56,15 @@ std::vector<std::string> ElfNeededLibraries(const std::string& path) {
   std::vector<uint64_t> needed;
   std::optional<uint64_t> strtab;
   uint64_t strsz = 0;
-  for (uint64_t at = 0; at + sizeof(Elf64_Dyn) <= dynamic->p_filesz && at < (uint64_t{1} << 20);
-       at += sizeof(Elf64_Dyn)) {
-    Elf64_Dyn entry{};
-    if (!ReadAt(fd.get(), dynamic->p_offset + at, entry) || entry.d_tag == DT_NULL) break;
+  // The entries up to DT_NULL; a section cut short by the file's end is read as far as it goes.
+  const size_t count = static_cast<size_t>(std::min<uint64_t>(dynamic->p_filesz, uint64_t{1} << 20) /
+                                           sizeof(Elf64_Dyn));
+  std::vector<Elf64_Dyn> entries(count);
+  const ssize_t got = ::pread(fd.get(), entries.data(), count * sizeof(Elf64_Dyn),
+                              static_cast<off_t>(dynamic->p_offset));
+  entries.resize(got > 0 ? static_cast<size_t>(got) / sizeof(Elf64_Dyn) : 0);
+  for (const Elf64_Dyn& entry : entries) {
+    if (entry.d_tag == DT_NULL) break;
     if (entry.d_tag == DT_NEEDED) needed.push_back(entry.d_un.d_val);
     if (entry.d_tag == DT_STRTAB) strtab = FileOffset(segments, entry.d_un.d_ptr);
     if (entry.d_tag == DT_STRSZ) strsz = entry.d_un.d_val;
