@@ -654,7 +654,7 @@ void Supervisor::Loop() {
     if (n > 0) {
       if (fds[0].revents != 0) HandleSignals();
       for (size_t k = 1; k < first_watch; ++k) {
-        if (fds[k].revents != 0) ReadPipe(what[k].first, what[k].second);
+        if (fds[k].revents != 0) ReadPipe(what[k].first, what[k].second, fds[k].revents);
       }
       for (size_t k = first_watch; k < fds.size(); ++k) {
         if (fds[k].revents == 0) continue;
@@ -934,12 +934,14 @@ void Supervisor::OnWorkerExit(size_t slot) {
   }
 }
 
-void Supervisor::ReadPipe(size_t slot, Stream stream) {
+void Supervisor::ReadPipe(size_t slot, Stream stream, short revents) {
   Worker& w = workers_[slot];
   UniqueFd& fd = stream == Stream::kStdout ? w.child.stdout_pipe() : w.child.stderr_pipe();
   if (!fd) return;
-  // One read per wake-up, so that one busy worker cannot starve the others.
-  ssize_t n = ::read(fd.get(), buffer_.data(), buffer_.size());
+  // A pipe with no writer left says POLLHUP, with POLLIN only while bytes remain: POLLHUP alone is the
+  // end of the stream, and the read that would say so is spared (two per worker at every job's end).
+  // One read per wake-up otherwise, so that one busy worker cannot starve the others.
+  ssize_t n = revents == POLLHUP ? 0 : ::read(fd.get(), buffer_.data(), buffer_.size());
   if (n > 0) {
     worker_watch_->Output(slot, Clock::now());
     output_.Write(slot, stream, std::string_view(buffer_.data(), static_cast<size_t>(n)));

@@ -149,7 +149,8 @@ class Supervisor {
   void HandleSignals();
   void Reap();
   void OnWorkerExit(size_t slot);
-  void ReadPipe(size_t slot, Stream stream);
+  // `revents`: what poll said of the pipe.
+  void ReadPipe(size_t slot, Stream stream, short revents);
   void DrainPipes();
   void CloseBrokenStreams();
   void CheckTimers(Clock::time_point now);
