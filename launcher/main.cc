@@ -167,13 +167,16 @@ int Run(int argc, const char* const* argv) {
     load_module();  // beside the supervisor's start (its sentinel, its files)
   }
   // What the link is made of, kept by whichever link starts the runtime (a late one, beyond the supervisor).
+  // The link reads the plan's topology, layout and assignment, never a worker's plan: the workers' are not
+  // copied (64 workers' variables were 0.3 ms before the first start).
   struct LinkInputs {
     Plan plan;
     Options options;
     Environment env;
     std::shared_ptr<spdlog::logger> log;
   };
-  auto in = std::make_shared<const LinkInputs>(LinkInputs{plan, options, env, log});
+  auto in = std::make_shared<const LinkInputs>(
+      LinkInputs{Plan{plan.topology, plan.layout, plan.assignment, {}, plan.warnings}, options, env, log});
   JobLinkFactory make_link = [in, module, module_loading,
                               starts_late](const std::string& leaving) -> std::unique_ptr<JobLink> {
     if (starts_late && leaving.empty()) {
