@@ -288,8 +288,10 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
 
   // A hot spare holds no workers until it takes a lost node's seat.
   const int local_workers = a.spare ? 0 : layout.local_workers;
+  plan.workers.reserve(static_cast<size_t>(std::max(local_workers, 0)));
   for (int i = 0; i < local_workers; ++i) {
     WorkerPlan w;
+    w.env.reserve(64);  // what the families below set, and the launcher's task variables: one allocation
     w.process_id = a.rank_offset + i;
     w.local_rank = layout.mode == LaunchMode::kPerTask ? t.local_task : i;
     const int local_world = layout.mode == LaunchMode::kPerTask ? t.local_tasks : layout.local_workers;

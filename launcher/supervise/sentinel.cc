@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "launcher/process/companion_files.h"
@@ -374,17 +375,20 @@ std::vector<std::string> FingerprintOf(const std::vector<std::pair<std::string, 
   // by a program before it starts children. The epoch is part of it: in an elastic job another node may
   // run the same rank in a later epoch (a spare in a lost node's seat), on the same host in per-task mode,
   // and a lost node's sentinel must leave that worker alone.
-  static const std::vector<std::vector<const char*>> kGroups = {
-      {"DISTRUN_RUN_ID", "DISTRUN_COORDINATOR_ADDRESS", "DISTRUN_PROCESS_ID", "DISTRUN_EPOCH"},
-      {"TORCHELASTIC_RUN_ID", "RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT"},
-      {"KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_PROCESS_ID"},
-      {"JAX_COORDINATOR_ADDRESS"},
+  // string_views, whose lengths are known: most names differ in length from the one sought (this runs for
+  // every worker before the first starts).
+  using namespace std::string_view_literals;
+  static const std::vector<std::vector<std::string_view>> kGroups = {
+      {"DISTRUN_RUN_ID"sv, "DISTRUN_COORDINATOR_ADDRESS"sv, "DISTRUN_PROCESS_ID"sv, "DISTRUN_EPOCH"sv},
+      {"TORCHELASTIC_RUN_ID"sv, "RANK"sv, "MASTER_ADDR"sv, "MASTER_PORT"sv, "TORCHELASTIC_RESTART_COUNT"sv},
+      {"KERAS_DISTRIBUTION_JOB_ADDRESSES"sv, "KERAS_DISTRIBUTION_PROCESS_ID"sv},
+      {"JAX_COORDINATOR_ADDRESS"sv},
   };
   for (const auto& group : kGroups) {
     std::vector<std::string> entries;
-    for (const char* name : group) {
+    for (std::string_view name : group) {
       for (const auto& [n, v] : worker_env) {
-        if (n == name) entries.push_back(n + "=" + v);
+        if (std::string_view(n) == name) entries.push_back(n + "=" + v);
       }
     }
     if (entries.size() == group.size()) return entries;
