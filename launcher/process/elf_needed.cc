@@ -57,11 +57,11 @@ std::vector<std::string> ElfNeededLibraries(const std::string& path) {
   std::optional<uint64_t> strtab;
   uint64_t strsz = 0;
   // The entries up to DT_NULL; a section cut short by the file's end is read as far as it goes.
-  const size_t count = static_cast<size_t>(std::min<uint64_t>(dynamic->p_filesz, uint64_t{1} << 20) /
-                                           sizeof(Elf64_Dyn));
+  const size_t count =
+      static_cast<size_t>(std::min<uint64_t>(dynamic->p_filesz, uint64_t{1} << 20) / sizeof(Elf64_Dyn));
   std::vector<Elf64_Dyn> entries(count);
-  const ssize_t got = ::pread(fd.get(), entries.data(), count * sizeof(Elf64_Dyn),
-                              static_cast<off_t>(dynamic->p_offset));
+  const ssize_t got =
+      ::pread(fd.get(), entries.data(), count * sizeof(Elf64_Dyn), static_cast<off_t>(dynamic->p_offset));
   entries.resize(got > 0 ? static_cast<size_t>(got) / sizeof(Elf64_Dyn) : 0);
   for (const Elf64_Dyn& entry : entries) {
     if (entry.d_tag == DT_NULL) break;

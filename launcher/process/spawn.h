@@ -136,8 +136,8 @@ class Spawner {
   std::condition_variable done_cv_;
   const std::vector<SpawnSpec>* specs_ = nullptr;
   std::vector<SpawnOutcome>* out_ = nullptr;
-  size_t made_ = 0;  // specs_[0, made_) may be started
-  size_t next_ = 0;  // the next one to start
+  size_t made_ = 0;    // specs_[0, made_) may be started
+  size_t next_ = 0;    // the next one to start
   size_t busy_ = 0;    // threads inside Work
   int dev_null_ = -1;  // the batch's /dev/null (-1: each start opens its own)
   bool stopping_ = false;

@@ -302,7 +302,8 @@ void Supervisor::StartWorkers() {
     w.started = true;
     worker_watch_->Started(i, w.plan.process_id, w.child.pid(),
                            fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), Clock::now());
-    if (w.plan.process_id == 0 && terminal_fd_ >= 0) terminal_owner_ = w.child.pid();  // its spec's foreground
+    if (w.plan.process_id == 0 && terminal_fd_ >= 0)
+      terminal_owner_ = w.child.pid();  // its spec's foreground
     log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
                 w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
   }
