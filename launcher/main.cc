@@ -96,11 +96,20 @@ int Run(int argc, const char* const* argv) {
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
   // The sentinel's spawn waits for its exec: begun now, on a thread with the mask above, it runs beside
-  // detection and planning instead of holding the workers back (the supervisor starts it otherwise).
-  std::future<Sentinel> sentinel_starting;
+  // detection and planning instead of holding the workers back (the supervisor starts it otherwise). MPI's
+  // probe forks this process: it waits until that thread has ended (under AddressSanitizer a fork beside
+  // it hung a probe's child in CI).
+  std::shared_ptr<SentinelStart> sentinel_starting;
   if (cl.action == Action::kLaunch && !options.command.empty()) {
     if (std::string program = FindSentinelProgram(env.program); !program.empty()) {
-      sentinel_starting = StartSentinelProgram(std::move(program));
+      sentinel_starting = std::make_shared<SentinelStart>(std::move(program));
+      if (env.mpi_probe) {
+        env.mpi_probe = [probe = std::move(env.mpi_probe),
+                         sentinel_starting](const std::vector<std::string>& libraries) {
+          sentinel_starting->Finish();
+          return probe(libraries);
+        };
+      }
     }
   }
   // A launch needs the runtime module, unless the job's runtime may start late (launcher/job/lazy_link.h),
@@ -198,7 +207,7 @@ int Run(int argc, const char* const* argv) {
   std::unique_ptr<Spawner> spawner;
   {
     Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log, std::move(make_link));
-    if (sentinel_starting.valid()) supervisor.AdoptSentinel(std::move(sentinel_starting));
+    if (sentinel_starting) supervisor.AdoptSentinel(std::move(sentinel_starting));
     exit_code = supervisor.Run();
     link = supervisor.ReleaseLink();
 #ifndef DISTRUN_ORDERLY_EXIT

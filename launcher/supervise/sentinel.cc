@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "launcher/process/companion_files.h"
@@ -165,7 +166,7 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
   try {
     ::setpgid(0, 0);  // out of distrun's group: a kill of that group must not take the sentinel too
     ::prctl(PR_SET_NAME, "distrun-sentinel");
-    // It writes nothing, but may have started before distrun ignored SIGPIPE (StartSentinelProgram).
+    // It writes nothing, but may have started before distrun ignored SIGPIPE (SentinelStart).
     ::signal(SIGPIPE, SIG_IGN);
     int null_fd = ::open("/dev/null", O_RDWR);
     if (null_fd >= 0) {
@@ -232,11 +233,27 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
   ::_exit(0);
 }
 
-std::future<Sentinel> StartSentinelProgram(std::string program) {
+SentinelStart::SentinelStart(std::string program) {
   EnsureStandardFds();
-  return std::async(std::launch::async, [program = std::move(program)] {
-    return Sentinel::Start(program, /*fork_if_that_fails=*/false);
+  thread_ = std::thread([this, program = std::move(program)] {
+    try {
+      sentinel_ = Sentinel::Start(program, /*fork_if_that_fails=*/false);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
   });
+}
+
+SentinelStart::~SentinelStart() { Finish(); }
+
+void SentinelStart::Finish() {
+  if (thread_.joinable()) thread_.join();
+}
+
+Sentinel SentinelStart::Take() {
+  Finish();
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  return std::move(sentinel_);
 }
 
 std::string FindSentinelProgram(const std::string& self) {

@@ -10,9 +10,10 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <future>
+#include <exception>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "launcher/process/unique_fd.h"
@@ -64,13 +65,29 @@ class Sentinel {
   UniqueFd to_sentinel_;
 };
 
-// Starts distrun-sentinel (`program`, FindSentinelProgram) on a thread of its own, so that its spawn (which
+// distrun-sentinel (`program`, FindSentinelProgram) started on a thread of its own, so that its spawn (which
 // waits for the program's exec) runs beside the caller's detection and planning rather than before the
-// workers' start. Call after blocking the signals distrun handles (the thread and the sentinel inherit the
-// mask); standard descriptors are made sure of first, so that the sentinel's socket is never one of them.
-// The future holds the Sentinel, or the std::runtime_error of a program that cannot be started; dropped
-// unread, it still reaps the sentinel (which sweeps nothing: no worker was made known to it).
-std::future<Sentinel> StartSentinelProgram(std::string program);
+// workers' start. Construct after blocking the signals distrun handles (the thread and the sentinel inherit
+// the mask); standard descriptors are made sure of first, so that the sentinel's socket is never one of
+// them. Shared by whoever must wait for it: a fork of this process (MPI's probe) calls Finish first, so that
+// no fork copies a process whose other thread is inside a spawn or an allocator.
+class SentinelStart {
+ public:
+  explicit SentinelStart(std::string program);
+  ~SentinelStart();  // joins; a sentinel never taken is reaped (it sweeps nothing: no worker was named)
+  SentinelStart(const SentinelStart&) = delete;
+  SentinelStart& operator=(const SentinelStart&) = delete;
+
+  // Waits until the thread has ended. Idempotent; from the thread that made this object.
+  void Finish();
+  // Finish, then the sentinel; throws std::runtime_error when the program could not be started. Once.
+  Sentinel Take();
+
+ private:
+  std::thread thread_;
+  Sentinel sentinel_;
+  std::exception_ptr error_;
+};
 
 // distrun-sentinel for the distrun program at `self`: beside it (a build tree) or in ../libexec/distrun (an
 // installation); empty when neither is there.

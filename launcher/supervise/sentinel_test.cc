@@ -169,6 +169,40 @@ TEST(SpawnSentinel, ProgramIsFoundByItsName) {
   fs::remove_all(root);
 }
 
+// Started on a thread: Take gives the running sentinel, which sweeps when its distrun goes; a program that
+// cannot start is Take's error (no fork from a thread); one never taken is reaped by its SentinelStart.
+TEST(SpawnSentinel, StartedOnAThread) {
+  std::string mark = "DISTRUN_SENTINEL_TEST=" + std::to_string(::getpid()) + "-thread";
+  pid_t escapee = -1;
+  {
+    SentinelStart start(DISTRUN_SENTINEL_PROGRAM);
+    start.Finish();
+    start.Finish();  // idempotent
+    Sentinel s = start.Take();
+    ASSERT_GT(s.pid(), 0);
+    s.AddFingerprints({{mark}});
+    escapee = StartEscapee(mark);
+    ASSERT_GT(escapee, 0);
+  }
+  EXPECT_TRUE(EndsWithin(escapee, std::chrono::seconds(5)));
+
+  SentinelStart broken("/nonexistent/distrun-sentinel");
+  EXPECT_THROW(broken.Take(), std::runtime_error);
+
+  pid_t untaken = -1;
+  {
+    SentinelStart start(DISTRUN_SENTINEL_PROGRAM);
+    start.Finish();
+    // The sentinel is this process's child: find it by its name among this process's children.
+    for (pid_t pid : OwnChildren()) {
+      if (ReadProcFile("/proc/" + std::to_string(pid) + "/comm").starts_with("distrun-sentine"))
+        untaken = pid;
+    }
+    ASSERT_GT(untaken, 0);
+  }
+  EXPECT_TRUE(Ended(untaken));
+}
+
 TEST(SpawnSentinel, ProgramThatCannotStartFallsBackToAFork) {
   Sentinel s = Sentinel::Start("/nonexistent/distrun-sentinel");
   ASSERT_GT(s.pid(), 0);

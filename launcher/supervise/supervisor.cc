@@ -169,12 +169,12 @@ void Supervisor::SetUpProcess() {
   // the scratch files are written (posix_spawn waits for the program's exec); else a fork, while distrun
   // is still single-threaded. The signals masked above are masked in that thread and in the sentinel too.
   // main starts it earlier still (AdoptSentinel).
-  if (!sentinel_starting_.valid()) {
+  if (!sentinel_starting_) {
     std::string program = FindSentinelProgram(env_.program);
     if (program.empty()) {
       sentinel_ = Sentinel::Start();
     } else {
-      sentinel_starting_ = StartSentinelProgram(std::move(program));
+      sentinel_starting_ = std::make_shared<SentinelStart>(std::move(program));
     }
   }
   non_default_signals_ = NonDefaultSignals();
@@ -434,9 +434,10 @@ void Supervisor::LeaveJob(const std::string& reason) {
 }
 
 void Supervisor::AwaitSentinel() {
-  if (!sentinel_starting_.valid()) return;
+  if (!sentinel_starting_) return;
+  std::shared_ptr<SentinelStart> starting = std::move(sentinel_starting_);
   try {
-    sentinel_ = sentinel_starting_.get();
+    sentinel_ = starting->Take();
   } catch (const std::exception& e) {
     log_->warn(
         "{}; if distrun is killed with SIGKILL, processes that left their worker's process group may "

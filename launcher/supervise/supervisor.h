@@ -79,9 +79,9 @@ class Supervisor {
   // SIGKILL), there is no restart, and Run returns `exit_code`. Ignored when the job is already stopping.
   void StopJob(int exit_code, const std::string& reason);
 
-  // The sentinel, started early by the caller (StartSentinelProgram) so that its spawn overlaps detection
-  // and planning; without one, Run starts it. Call before Run.
-  void AdoptSentinel(std::future<Sentinel> starting) { sentinel_starting_ = std::move(starting); }
+  // The sentinel, started early by the caller (SentinelStart) so that its spawn overlaps detection and
+  // planning; without one, Run starts it. Call before Run.
+  void AdoptSentinel(std::shared_ptr<SentinelStart> starting) { sentinel_starting_ = std::move(starting); }
 
   // Starts the workers, supervises them (restarting up to --max-restarts times), tears everything down
   // and returns distrun's exit code. Throws JobLinkError when the job cannot be formed (rendezvous).
@@ -198,7 +198,7 @@ class Supervisor {
   pid_t terminal_owner_ = 0;  // the worker group that has the terminal
   UniqueFd signal_fd_;
   Sentinel sentinel_;
-  std::future<Sentinel> sentinel_starting_;  // distrun-sentinel being started on a thread
+  std::shared_ptr<SentinelStart> sentinel_starting_;  // distrun-sentinel being started on a thread
 
   Phase phase_ = Phase::kIdle;
   StopReason stop_reason_ = StopReason::kNone;
