@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "detect/detection.h"
 #include "detect/environment.h"
@@ -64,6 +66,17 @@ void PrintWarnings(const Plan& plan) {
   for (const auto& w : plan.warnings) std::fprintf(stderr, "distrun: warning: %s\n", w.c_str());
 }
 
+// MPI's probe forks this process and its child allocates and loads libmpi, which is only safe while no other
+// thread of distrun's allocates or loads: the probe first calls `settle`, which waits for such a thread.
+void SettleBeforeProbe(Environment& env, std::function<void()> settle) {
+  if (!env.mpi_probe) return;
+  env.mpi_probe = [probe = std::move(env.mpi_probe),
+                   settle = std::move(settle)](const std::vector<std::string>& libraries) {
+    settle();
+    return probe(libraries);
+  };
+}
+
 int Run(int argc, const char* const* argv) {
   // A verb (kv, status, check, ...) lives in the runtime module, as the runtime does; options and
   // --detect do not load it.
@@ -103,13 +116,7 @@ int Run(int argc, const char* const* argv) {
   if (cl.action == Action::kLaunch && !options.command.empty()) {
     if (std::string program = FindSentinelProgram(env.program); !program.empty()) {
       sentinel_starting = std::make_shared<SentinelStart>(std::move(program));
-      if (env.mpi_probe) {
-        env.mpi_probe = [probe = std::move(env.mpi_probe),
-                         sentinel_starting](const std::vector<std::string>& libraries) {
-          sentinel_starting->Finish();
-          return probe(libraries);
-        };
-      }
+      SettleBeforeProbe(env, [sentinel_starting] { sentinel_starting->Finish(); });
     }
   }
   // A launch needs the runtime module, unless the job's runtime may start late (launcher/job/lazy_link.h),
@@ -125,13 +132,7 @@ int Run(int argc, const char* const* argv) {
   };
   if (cl.action == Action::kLaunch && !module && !LazyLink::MayFit(options)) {
     load_module();
-    if (env.mpi_probe) {
-      env.mpi_probe = [probe = std::move(env.mpi_probe),
-                       module_loading](const std::vector<std::string>& libraries) {
-        module_loading.wait();
-        return probe(libraries);
-      };
-    }
+    SettleBeforeProbe(env, [module_loading] { module_loading.wait(); });
   }
   Topology topology = DetectTopology(env, options.topology);
   // --detect shows what the launcher's variables said; a job cannot start without its coordinator.

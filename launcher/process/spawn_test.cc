@@ -302,25 +302,21 @@ TEST(SpawnStatus, Descriptions) {
   EXPECT_EQ(ExitCodeOf(W_EXITCODE(0, SIGKILL)), 137);
 }
 
-}  // namespace
-}  // namespace distrun
-
-namespace distrun {
-namespace {
-
 // Specs made one after another while earlier ones start: every outcome in its spec's place, a start that
 // fails reported in its own, and the spawner usable again for the next batch.
 TEST(Spawner, StartsSpecsAsTheyAreMadeInOrder) {
   Spawner spawner(3);
   for (int batch = 0; batch < 2; ++batch) {
     std::vector<size_t> made;
-    std::vector<SpawnOutcome> out = spawner.Start(6,
-                                                  [&](size_t i, SpawnSpec& spec) {
-                                                    made.push_back(i);
-                                                    spec.argv = i == 4 ? std::vector<std::string>{"/nonexistent/distrun-no-such-program"}
-                         : std::vector<std::string>{"/bin/sh", "-c", "exit " + std::to_string(i)};
-                                                    spec.env = {kPath};
-                                                  });
+    std::vector<SpawnOutcome> out = spawner.Start(6, [&](size_t i, SpawnSpec& spec) {
+      made.push_back(i);
+      if (i == 4) {
+        spec.argv = {"/nonexistent/distrun-no-such-program"};
+      } else {
+        spec.argv = {"/bin/sh", "-c", "exit " + std::to_string(i)};
+      }
+      spec.env = {kPath};
+    });
     EXPECT_EQ(made, (std::vector<size_t>{0, 1, 2, 3, 4, 5}));
     ASSERT_EQ(out.size(), 6u);
     for (size_t i = 0; i < out.size(); ++i) {

@@ -285,7 +285,7 @@ void Supervisor::StartWorkers() {
     spec.cpus = w.plan.cpus;
     spec.non_default_signals = &non_default_signals_;
     spec.descriptor_limit = workers_descriptor_limit_;
-    spec.foreground = spec.inherit_stdin && terminal_fd_ >= 0;
+    spec.foreground = TakesTerminal(w.plan);
   });
   std::exception_ptr first_error;
   size_t failed_slot = 0;
@@ -302,8 +302,7 @@ void Supervisor::StartWorkers() {
     w.started = true;
     worker_watch_->Started(i, w.plan.process_id, w.child.pid(),
                            fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), Clock::now());
-    if (w.plan.process_id == 0 && terminal_fd_ >= 0)
-      terminal_owner_ = w.child.pid();  // its spec's foreground
+    if (TakesTerminal(w.plan)) terminal_owner_ = w.child.pid();
     log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
                 w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
   }
@@ -431,6 +430,11 @@ void Supervisor::LeaveJob(const std::string& reason) {
   log_->error("{}; this node leaves the job (exit code {})", reason, kFencedExitCode);
   if (link_) link_->Leave(restart_count_, reason);
   exit_code_ = kFencedExitCode;
+}
+
+bool Supervisor::TakesTerminal(const WorkerPlan& plan) const {
+  return plan.process_id == 0 &&
+         terminal_fd_ >= 0;  // rank 0 reads distrun's stdin (SpawnSpec::inherit_stdin)
 }
 
 void Supervisor::AwaitSentinel() {

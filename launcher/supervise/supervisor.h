@@ -136,6 +136,8 @@ class Supervisor {
   bool ShouldRestart() const;
   // Takes the sentinel started on a thread of its own, before anything needs it.
   void AwaitSentinel();
+  // Whether this worker becomes the terminal's foreground group (it has distrun's stdin, a terminal).
+  bool TakesTerminal(const WorkerPlan& plan) const;
 
   void BeginStop(StopReason reason, int exit_code, int first_signal = SIGTERM);
   // The stop kills at once (SIGKILL on the next turn, without the grace period); the caller said why.
