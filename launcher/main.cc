@@ -25,6 +25,7 @@
 #include "launcher/plan/mpi_program.h"
 #include "launcher/plan/plan.h"
 #include "launcher/process/output.h"
+#include "launcher/process/prompt_thread.h"
 #include "launcher/report/detect_report.h"
 #include "launcher/supervise/sentinel.h"
 #include "launcher/supervise/supervisor.h"
@@ -124,15 +125,19 @@ int Run(int argc, const char* const* argv) {
   // thread of its own (with the mask above) while this one detects and plans. The MPI probe then waits for
   // it: the probe forks and loads libmpi in the child, and a fork while another thread is inside dlopen
   // leaves the child's loader half-updated (glibc then asserts in _dl_sort_maps_dfs).
+  // The probe joins the thread rather than wait for the module: the thread frees what it held after the
+  // module is ready.
   std::shared_future<RuntimeModule> module_loading;
+  std::shared_ptr<PromptThread> module_loader;
   auto load_module = [&] {
-    module_loading = std::async(std::launch::async, [program = env.program] {
-                       return RuntimeModule::Load(program);
-                     }).share();
+    auto load = std::make_shared<std::packaged_task<RuntimeModule()>>(
+        [program = env.program] { return RuntimeModule::Load(program); });
+    module_loading = load->get_future().share();
+    module_loader = std::make_shared<PromptThread>([load] { (*load)(); });
   };
   if (cl.action == Action::kLaunch && !module && !LazyLink::MayFit(options)) {
     load_module();
-    SettleBeforeProbe(env, [module_loading] { module_loading.wait(); });
+    SettleBeforeProbe(env, [module_loader] { module_loader->join(); });
   }
   Topology topology = DetectTopology(env, options.topology);
   // --detect shows what the launcher's variables said; a job cannot start without its coordinator.

@@ -331,7 +331,7 @@ Spawner::~Spawner() {
     stopping_ = true;
   }
   work_cv_.notify_all();
-  for (std::thread& t : helpers_) t.join();
+  for (PromptThread& t : helpers_) t.join();
 }
 
 std::vector<SpawnOutcome> Spawner::Start(size_t count, const MakeSpec& make) {

@@ -13,9 +13,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "launcher/process/prompt_thread.h"
 #include "launcher/process/unique_fd.h"
 
 namespace distrun {
@@ -141,7 +141,7 @@ class Spawner {
   size_t busy_ = 0;    // threads inside Work
   int dev_null_ = -1;  // the batch's /dev/null (-1: each start opens its own)
   bool stopping_ = false;
-  std::vector<std::thread> helpers_;
+  std::vector<PromptThread> helpers_;  // prompt: each starts workers while this thread makes specs
 };
 
 // The files execvp would try for `file` with `path` (the worker's PATH; nullptr: unset), in order.

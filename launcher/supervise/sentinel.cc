@@ -235,7 +235,7 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
 
 SentinelStart::SentinelStart(std::string program) {
   EnsureStandardFds();
-  thread_ = std::thread([this, program = std::move(program)] {
+  thread_ = PromptThread([this, program = std::move(program)] {
     try {
       sentinel_ = Sentinel::Start(program, /*fork_if_that_fails=*/false);
     } catch (...) {

@@ -13,9 +13,9 @@
 #include <exception>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "launcher/process/prompt_thread.h"
 #include "launcher/process/unique_fd.h"
 
 namespace distrun {
@@ -84,7 +84,7 @@ class SentinelStart {
   Sentinel Take();
 
  private:
-  std::thread thread_;
+  PromptThread thread_;
   Sentinel sentinel_;
   std::exception_ptr error_;
 };
