@@ -2,8 +2,6 @@
 
 #include <sched.h>
 
-#include <cerrno>
-#include <exception>
 #include <memory>
 #include <system_error>
 #include <utility>

@@ -5,6 +5,7 @@ running; ranks that never report are not watched; distrun stacks and distrun sta
 stall warning for jobs without reports. Every test's processes carry a unique marker (launch_helpers)."""
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -17,7 +18,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from distrun_harness import DISTRUN, run  # noqa: E402
 from launch_helpers import PYTHON, LaunchCase, processes_with, wait_for  # noqa: E402
-from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command  # noqa: E402
+from python_workers import (LIBRARY, ROOT, asan_options_without_leak_check, cache_value, module_env,  # noqa: E402
+                            python_command)
 
 HANG_EXIT = 125
 
@@ -327,7 +329,7 @@ class ShellHang(HangCase):
         # leak check at exit fails under ptrace ("LeakSanitizer does not work under ptrace", exit 9 seen in CI),
         # so the reporting helper runs without it; the launcher keeps its own.
         loop = (f'for i in $(seq 0 1000); do if [ "$RANK" = 1 ] && [ $i = 4 ]; then sleep 60; fi; '
-                f'ASAN_OPTIONS="${{ASAN_OPTIONS:+$ASAN_OPTIONS:}}detect_leaks=0" {DISTRUN} progress $i || exit 9; '
+                f'ASAN_OPTIONS={shlex.quote(asan_options_without_leak_check())} {DISTRUN} progress $i || exit 9; '
                 f'sleep 0.1; done')
         start = time.monotonic()
         r = run(["--nproc-per-node", "3", "--hang-timeout", "2", "--", "bash", "-c", loop], env=self.job_env(),

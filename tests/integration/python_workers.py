@@ -24,6 +24,11 @@ def cache_value(name):
     return None
 
 
+def asan_options_without_leak_check():
+    """ASAN_OPTIONS as this test runs with, and no leak check: for a process that cannot have one."""
+    return ":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""), "detect_leaks=0"]))
+
+
 def python_command():
     """The interpreter for workers. A sanitizer build's library needs the sanitizer runtimes loaded first
     into the (uninstrumented) interpreter, whose own allocations are never freed by design: no leak check."""
@@ -35,8 +40,7 @@ def python_command():
     for path in runtimes:
         if not os.path.isabs(path):
             raise unittest.SkipTest(f"{compiler} does not know where {path} is")
-    asan_options = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS", ""), "detect_leaks=0"]))
-    return ["env", "LD_PRELOAD=" + ":".join(runtimes), "ASAN_OPTIONS=" + asan_options, PYTHON]
+    return ["env", "LD_PRELOAD=" + ":".join(runtimes), "ASAN_OPTIONS=" + asan_options_without_leak_check(), PYTHON]
 
 
 def module_env(**extra):
