@@ -45,8 +45,14 @@ PromptThread::PromptThread(std::function<void()> run) {
       ::pthread_attr_setaffinity_np(&attr, sizeof others, &others) == 0) {
     start->placed = true;
   }
-  const int rc = ::pthread_create(&thread_, &attr, Trampoline, start.get());
+  int rc = ::pthread_create(&thread_, &attr, Trampoline, start.get());
   ::pthread_attr_destroy(&attr);
+  if (rc != 0 && start->placed) {
+    // The placement refused (a CPU set changed meanwhile, a sandbox without sched_setaffinity): the
+    // launch needs the thread more than its placement.
+    start->placed = false;
+    rc = ::pthread_create(&thread_, nullptr, Trampoline, start.get());
+  }
   if (rc != 0) throw std::system_error(rc, std::generic_category(), "cannot start a thread");
   start.release();  // the thread's now
   started_ = true;
