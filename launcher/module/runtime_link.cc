@@ -28,6 +28,8 @@ constexpr auto kFenceMargin = 100ms;
 // After this process was frozen, how long the service reads what the nodes sent meanwhile before it judges
 // their silence.
 constexpr auto kFreezeGrace = 300ms;
+// How late a node's view of its ranks may reach node 0 beyond its cadence: a board read (250 ms) and some.
+constexpr auto kProgressLag = 350ms;
 
 std::chrono::milliseconds Millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -210,10 +212,13 @@ ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& op
     sc.hang.timeout = Millis(*options.hang_timeout_s);
   }
   sc.hang.stall = Millis(options.stall_warning_s);
-  // A node reads its board every 250 ms and sends news of progress at most every ProgressNewsInterval.
-  sc.hang.staleness =
-      ProgressNewsInterval(HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_)) +
-      std::chrono::milliseconds(350);
+  // A node reads its board every 250 ms and sends news of progress at most every ProgressNewsInterval;
+  // it reports at every heartbeat, so one silent for an interval and the same margin is overdue and its
+  // last report no evidence (hang_watch.h): node 0 never ages a report by more than the margin beyond
+  // what its node saw.
+  const std::chrono::milliseconds heartbeat = HeartbeatInterval(sc.heartbeat_timeout, num_nodes_);
+  sc.hang.staleness = ProgressNewsInterval(heartbeat) + kProgressLag;
+  sc.hang.overdue = heartbeat + kProgressLag;
   // On a hang, the host's distrun prints one screen of the merged stacks; the whole dump goes beside the
   // logs.
   sc.explain = [stacks_dir](const std::string& verdict, const StacksReply& stacks) {
@@ -232,7 +237,7 @@ ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& op
     sc.failure_hold = kElasticFailureHold;
     // A silent node's sentinel or agent gives up on its own last contact, which lags node 0's by up to a
     // heartbeat interval; then it needs a moment to kill its workers.
-    sc.fence_wait = HeartbeatInterval(Millis(options.heartbeat_timeout_s), num_nodes_) + kFenceMargin;
+    sc.fence_wait = heartbeat + kFenceMargin;
   }
   sc.freeze_grace = kFreezeGrace;
   return sc;

@@ -24,6 +24,22 @@ void ProgressTracker::Exited(size_t slot) {
   if (slot < slots_.size()) slots_[slot].running = false;
 }
 
+void ProgressTracker::Look(Clock::time_point now) {
+  away_ = Clock::duration::zero();
+  if (looked_at_ && now - *looked_at_ > kAwayAfter) {
+    away_ = now - *looked_at_;
+    away_since_ = *looked_at_;
+    auto forward = [&](Clock::time_point& t) { t = std::min(t + away_, now); };
+    for (Slot& s : slots_) {
+      if (!s.running) continue;
+      if (s.advanced_at) forward(*s.advanced_at);
+      if (s.reports > 0) forward(s.reported_at);
+      forward(s.active_at);
+    }
+  }
+  looked_at_ = now;
+}
+
 void ProgressTracker::Sample(size_t slot, const ProgressSample& sample, Clock::time_point now) {
   if (slot >= slots_.size()) return;
   Slot& s = slots_[slot];
@@ -31,6 +47,7 @@ void ProgressTracker::Sample(size_t slot, const ProgressSample& sample, Clock::t
   // The report's own time when the board has one (several reports may fall between two samples).
   Clock::time_point at =
       sample.time_ns > 0 ? Clock::time_point(std::chrono::nanoseconds(sample.time_ns)) : now;
+  if (away_ > Clock::duration::zero() && at > away_since_) at += away_;  // unseen until after a gap (Look)
   at = std::min(at, now);
   const bool first = s.reports == 0;
   s.reports = sample.reports;

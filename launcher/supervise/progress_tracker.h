@@ -27,7 +27,17 @@ class ProgressTracker {
   // Quiet for less than this is not reported (a worker between two lines of output).
   static constexpr std::chrono::seconds kQuietMinimum{10};
 
+  // A look at the board later than this after the one before means nobody looked meanwhile (this process,
+  // or the machine, was not running: SIGSTOP, a paused VM); the supervisor looks every 250 ms.
+  static constexpr std::chrono::seconds kAwayAfter{1};
+
   explicit ProgressTracker(size_t slots) : slots_(slots) {}
+
+  // The supervisor is about to sample the board. After a gap over kAwayAfter, the gap does not count as
+  // time without progress or activity: every rank's times move forward by it (at most to now), and so do
+  // those of reports written since the look before (before or during the gap: the board cannot tell), so a
+  // rank that was frozen with everything else is not reported as stuck for that long.
+  void Look(Clock::time_point now);
 
   void Started(size_t slot, int rank, pid_t pid, Clock::time_point now);
   void Exited(size_t slot);
@@ -55,6 +65,10 @@ class ProgressTracker {
     Clock::time_point active_at;  // CPU time or output last moved
   };
   std::vector<Slot> slots_;
+  std::optional<Clock::time_point> looked_at_;
+  // The gap the last look ended, and the look before it (Clock::duration::zero(): none).
+  Clock::duration away_{};
+  Clock::time_point away_since_;
 };
 
 }  // namespace distrun

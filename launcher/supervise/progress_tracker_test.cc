@@ -97,5 +97,28 @@ TEST_F(ProgressTrackerTest, QuietIsTheTimeSinceAnyWorkerUsedCpuOrWrote) {
   EXPECT_EQ(t.Progress(0, t0 + 21s).quiet_ms, 0);
 }
 
+TEST_F(ProgressTrackerTest, TimeNobodyLookedIsNotTimeWithoutProgress) {
+  ProgressTracker t(2);
+  t.Started(0, 0, 100, t0);
+  t.Started(1, 1, 101, t0);
+  t.Look(t0);
+  t.Sample(0, At(1, 5, t0), t0);
+  t.Sample(1, At(1, 9, t0), t0);
+  t.Look(t0 + 250ms);  // the supervisor's cadence: nothing moves
+  EXPECT_EQ(t.Progress(0, t0 + 250ms).ranks[0].advanced_ms_ago, 250);
+  // The machine stood still for 3 s, workers and all: on the next look neither rank is 3 s behind.
+  const Clock::time_point back = t0 + 3250ms;
+  t.Look(back);
+  t.Sample(0, At(1, 5, t0), back);           // not written again yet
+  t.Sample(1, At(2, 10, t0 + 300ms), back);  // written after the last look, just before it stood still
+  NodeProgress p = t.Progress(0, back + 100ms);
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[0].advanced_ms_ago, 250 + 100);  // what it showed before, and what came after
+  EXPECT_EQ(p.ranks[1].advanced_ms_ago, 100);        // unseen before the gap: counted from its end
+  // A rank that really stopped ages from there on.
+  t.Look(back + 500ms);
+  EXPECT_EQ(t.Progress(0, back + 5s).ranks[0].advanced_ms_ago, 5250);
+}
+
 }  // namespace
 }  // namespace distrun

@@ -136,6 +136,7 @@ void WorkerWatch::ReadCpu(Clock::time_point now) {
 }
 
 NodeProgress WorkerWatch::Sample(int epoch, Clock::time_point now) {
+  tracker_.Look(now);
   if (board_) {
     for (size_t i = 0; i < workers_.size(); ++i) {
       if (workers_[i].running) tracker_.Sample(i, board_->Read(static_cast<int>(i)), now);

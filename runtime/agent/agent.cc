@@ -207,6 +207,13 @@ std::chrono::milliseconds ProgressNewsInterval(std::chrono::milliseconds heartbe
   return std::max<std::chrono::milliseconds>(std::chrono::seconds(1), heartbeat_interval / 2);
 }
 
+std::optional<NodeProgress> ProgressToSend(const std::optional<NodeProgress>& progress,
+                                           std::chrono::steady_clock::time_point read_at,
+                                           std::chrono::steady_clock::time_point now) {
+  if (!progress || now - read_at > kProgressFreshFor) return std::nullopt;
+  return AgedBy(*progress, std::chrono::duration_cast<std::chrono::milliseconds>(now - read_at).count());
+}
+
 void Agent::SetProgress(const NodeProgress& progress) {
   std::lock_guard lock(mu_);
   if (!progress_ || Slowest(*progress_) != Slowest(progress) ||
@@ -403,11 +410,11 @@ void Agent::HeartbeatLoop() {
       lost = "no answer within " + Seconds(config_.initialization_timeout) + " (--initialization-timeout)";
     }
     std::optional<NodeProgress> progress;
-    if (beat && progress_) {
-      progress = AgedBy(*progress_,
-                        std::chrono::duration_cast<std::chrono::milliseconds>(now - progress_read_).count());
+    if (beat) {
+      progress = ProgressToSend(progress_, progress_read_, now);
+      // Sent, or too old to send: either way no news waits (a fresh view that moved brings news again).
       progress_news_ = false;
-      progress_sent_ = now;
+      if (progress) progress_sent_ = now;
     }
     const auto unanswered = std::chrono::duration_cast<std::chrono::milliseconds>(
         last_answer_ ? now - *last_answer_ : std::chrono::steady_clock::duration{});

@@ -60,6 +60,16 @@ struct ProposedPorts {
 // turn and a rank that moves every step would otherwise send news every second.
 std::chrono::milliseconds ProgressNewsInterval(std::chrono::milliseconds heartbeat_interval);
 
+// The supervisor reads its board every 250 ms; a view older than this was not refreshed because this
+// process was not running (SIGSTOP, a paused VM), and is not sent: aged by that time, a healthy rank would
+// look stuck. Node 0 leaves the node's ranks out until a fresh view comes (HangWatchConfig::overdue).
+inline constexpr std::chrono::milliseconds kProgressFreshFor{1'000};
+// What a heartbeat at `now` carries of the progress the supervisor last set at `read_at`: aged to now, or
+// nothing when there is none or it is older than kProgressFreshFor.
+std::optional<NodeProgress> ProgressToSend(const std::optional<NodeProgress>& progress,
+                                           std::chrono::steady_clock::time_point read_at,
+                                           std::chrono::steady_clock::time_point now);
+
 // How often each agent of a job of `num_nodes` sends a heartbeat, given the heartbeat timeout.
 std::chrono::milliseconds HeartbeatInterval(std::chrono::milliseconds timeout, int num_nodes);
 

@@ -389,5 +389,24 @@ TEST(HeartbeatInterval, FiveTimesPerTimeoutAtMostOnceASecondAndSlowerInBigJobs) 
   EXPECT_EQ(HeartbeatInterval(milliseconds(10'000), 100'000), milliseconds(3'333));
 }
 
+TEST(ProgressToSendTest, AFreshViewIsAgedAndAStaleOneNotSent) {
+  const auto read_at = std::chrono::steady_clock::time_point{} + 1000s;
+  NodeProgress p;
+  RankProgress r;
+  r.rank = 3;
+  r.step = 7;
+  r.advanced_ms_ago = 40;
+  r.reported_ms_ago = 40;
+  p.ranks = {r};
+  EXPECT_FALSE(ProgressToSend(std::nullopt, read_at, read_at));
+  std::optional<NodeProgress> sent = ProgressToSend(p, read_at, read_at + 600ms);
+  ASSERT_TRUE(sent);
+  ASSERT_EQ(sent->ranks.size(), 1u);
+  EXPECT_EQ(sent->ranks[0].advanced_ms_ago, 640);
+  EXPECT_TRUE(ProgressToSend(p, read_at, read_at + kProgressFreshFor));
+  // Not read again for 3 s (this process was stopped): sending it would show a healthy rank 3 s still.
+  EXPECT_FALSE(ProgressToSend(p, read_at, read_at + 3s));
+}
+
 }  // namespace
 }  // namespace distrun

@@ -40,9 +40,15 @@ std::optional<std::chrono::milliseconds> HangWatch::Timeout(bool* learned) const
 }
 
 std::vector<std::pair<int, RankProgress>> HangWatch::Ranks(Clock::time_point now) const {
+  return RanksAsOf(now, /*judged=*/false);
+}
+
+std::vector<std::pair<int, RankProgress>> HangWatch::RanksAsOf(Clock::time_point now, bool judged) const {
   std::vector<std::pair<int, RankProgress>> ranks;
   for (const auto& [node, report] : nodes_) {
-    for (const RankProgress& r : AgedBy(report.progress, MsSince(report.at, now)).ranks) {
+    const int64_t age = MsSince(report.at, now);
+    if (judged && config_.overdue.count() > 0 && age > config_.overdue.count()) continue;
+    for (const RankProgress& r : AgedBy(report.progress, age).ranks) {
       ranks.emplace_back(node, r);
     }
   }
@@ -61,7 +67,8 @@ std::optional<HangVerdict> HangWatch::Check(Clock::time_point now) const {
   bool learned = false;
   std::optional<std::chrono::milliseconds> timeout = Timeout(&learned);
   if (!timeout) return std::nullopt;
-  std::vector<std::pair<int, RankProgress>> ranks = Ranks(now);
+  std::vector<std::pair<int, RankProgress>> ranks = RanksAsOf(now, /*judged=*/true);
+  if (ranks.empty()) return std::nullopt;
   int64_t least = INT64_MAX;
   for (const auto& [node, r] : ranks) least = std::min(least, r.step);
   std::vector<std::pair<int, RankProgress>> behind;

@@ -26,6 +26,12 @@ struct HangWatchConfig {
   // progress at a bounded rate): a rank is hung only once it has not moved for the timeout plus this, so
   // that an advance still on its way never looks like a hang.
   std::chrono::milliseconds staleness{0};
+  // A running node reports at every heartbeat. One silent for longer than this (its heartbeat interval
+  // plus the staleness) is overdue: its distrun, or node 0's, was not running (SIGSTOP, a paused VM, a
+  // starved process), so its last report aged through time nobody looked. Its ranks are left out of the
+  // verdict until it reports again, neither convicted nor covering others; liveness judges a silent node.
+  // 0: every report counts however old.
+  std::chrono::milliseconds overdue{0};
   // The learned timeout: factor × the slowest recent step interval, never below the floor; until every
   // reporting rank has shown a few intervals, the warm-up timeout.
   int factor = 5;
@@ -61,7 +67,7 @@ class HangWatch {
 
   // Armed once a rank reported: the timeout in force, and whether it was learned.
   std::optional<std::chrono::milliseconds> Timeout(bool* learned = nullptr) const;
-  // Set when the least advanced rank has not moved for the timeout.
+  // Set when the least advanced rank of the nodes heard from lately has not moved for the timeout.
   std::optional<HangVerdict> Check(Clock::time_point now) const;
   // Without any progress report: how long every worker of every one of `nodes` has been quiet, when all
   // of them have reported being quiet for at least the stall time.
@@ -78,6 +84,9 @@ class HangWatch {
     NodeProgress progress;
     Clock::time_point at;
   };
+  // Every reporting rank with its ages as of `now`; `judged`: only those of nodes not overdue.
+  std::vector<std::pair<int, RankProgress>> RanksAsOf(Clock::time_point now, bool judged) const;
+
   std::map<int, NodeReport> nodes_;
   HangWatchConfig config_;
 };

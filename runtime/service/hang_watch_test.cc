@@ -77,6 +77,46 @@ TEST_F(HangWatchTest, AmongTheLeastAdvancedTheOneThatMovedLastDecides) {
             "hung: no progress for 5.0s (--hang-timeout 5s); every rank reported step 3 last");
 }
 
+TEST_F(HangWatchTest, AnOverdueNodesRanksAreLeftOutUntilItReportsAgain) {
+  HangWatchConfig c;
+  c.timeout = 1s;
+  c.staleness = 1350ms;
+  c.overdue = 2350ms;
+  HangWatch w(c);
+  // A node that reports at every heartbeat is judged on what it says, aged between its reports.
+  w.Update(0, Node({Rank(0, 7, 1500)}), t0);
+  EXPECT_FALSE(w.Check(t0 + 800ms));
+  ASSERT_TRUE(w.Check(t0 + 900ms));  // 2.4 s without a move, its report 0.9 s old
+  // A healthy rank's node that went silent for 3 s (its distrun, or node 0's, frozen): its last report
+  // aged past the timeout through time nobody looked. Not a hang.
+  w.Update(0, Node({Rank(0, 8, 50)}), t0 + 1s);
+  EXPECT_FALSE(w.Check(t0 + 4s));
+  // Back, with a rank that has moved meanwhile: still none.
+  w.Update(0, Node({Rank(0, 60, 20)}), t0 + 4100ms);
+  EXPECT_FALSE(w.Check(t0 + 4200ms));
+  // Back, saying itself that the rank has not moved: judged at once.
+  w.Update(0, Node({Rank(0, 60, 3000)}), t0 + 7s);
+  EXPECT_TRUE(w.Check(t0 + 7s));
+  // Every report shows up in status, overdue or not.
+  EXPECT_EQ(w.Ranks(t0 + 1h).size(), 1u);
+}
+
+TEST_F(HangWatchTest, AnOverdueNodeCoversNoHangElsewhere) {
+  HangWatchConfig c;
+  c.timeout = 5s;
+  c.overdue = 2s;
+  HangWatch w(c);
+  w.Update(0, Node({Rank(0, 3, 0)}), t0);  // falls silent at step 3
+  w.Update(1, Node({Rank(1, 9, 0), Rank(2, 10, 0)}), t0);
+  w.Update(1, Node({Rank(1, 9, 5000, 77), Rank(2, 10, 100)}), t0 + 5s);
+  std::optional<HangVerdict> v = w.Check(t0 + 6s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->step, 9);  // rank 0's older step 3 is not the least advanced any more: unknown
+  EXPECT_EQ(v->ranks, 2);
+  ASSERT_EQ(v->slowest.size(), 1u);
+  EXPECT_EQ(v->slowest[0].second.rank, 1);
+}
+
 TEST_F(HangWatchTest, TheLearnedTimeoutIsFiveSlowestIntervalsAndNeverBelowTheFloor) {
   HangWatch w({});
   w.Update(0, Node({Rank(0, 1, 0)}, 0), t0);

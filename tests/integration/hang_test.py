@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -375,14 +376,65 @@ class ShellHang(HangCase):
         self.no_process_left()
 
 
+# A worker that reports a step every 50 ms through the module (no process per step: in a sanitized build a
+# `distrun progress` takes ~0.1 s to start, now and then seconds); at STEP_MARK it writes its pid to MARK.
+STEPPER = """\
+import os, sys, time
+import distrun
+steps, mark_at = int(sys.argv[1]), int(os.environ.get("STEP_MARK", "-1"))
+for step in range(steps):
+    distrun.progress(step)
+    if step == mark_at:
+        with open(os.environ["MARK"] + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(os.environ["MARK"] + ".tmp", os.environ["MARK"])
+    time.sleep(0.05)
+"""
+
+
 class ProgressLag(HangCase):
+    def stepper(self, steps):
+        return [*self.python, self.write("stepper.py", STEPPER), str(steps)]
+
     def test_a_job_stepping_every_50ms_is_not_hung_under_the_smallest_timeout(self):
         # --hang-timeout 1 is accepted, so a job that reports 20 steps a second must run under it.
-        script = f'for i in $(seq 0 40); do {DISTRUN} progress $i || exit 9; sleep 0.05; done'
-        r = run(["--hang-timeout", "1", "--", "sh", "-c", script], env=self.job_env(), timeout=60)
+        r = run(["--hang-timeout", "1", "--", *self.stepper(41)], env=self.job_env(), timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stderr, "")
         self.no_process_left()
+
+    def stopped_for_3s(self, stop_worker_too):
+        """A healthy job under --hang-timeout 1 whose distrun is stopped for 3 s once its worker has stepped
+        a while (and the worker with it: the whole machine stood still): time nobody looked is not time
+        without progress, so the job runs to its end."""
+        mark = self.path("mark")
+        p = self.popen(["--hang-timeout", "1", "--", *self.stepper(100)],
+                       env=self.job_env(STEP_MARK="20", MARK=mark))
+        self.wait_for_files("mark", timeout=30)
+        with open(mark) as f:
+            worker = int(f.read())
+        os.kill(p.pid, signal.SIGSTOP)  # this test's own distrun and worker, by their pids
+        if stop_worker_too:
+            os.kill(worker, signal.SIGSTOP)
+        time.sleep(3)
+        os.kill(p.pid, signal.SIGCONT)
+        if stop_worker_too:
+            # distrun looks at its board before the worker can write again: its ranks' last step is 3 s old.
+            time.sleep(0.3)
+            try:
+                os.kill(worker, signal.SIGCONT)
+            except ProcessLookupError:
+                pass  # the job was stopped meanwhile: its exit status says why
+        out, err = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("hung", err)
+        self.no_process_left()
+
+    def test_a_healthy_job_is_not_hung_after_its_distrun_was_stopped(self):
+        self.stopped_for_3s(stop_worker_too=False)
+
+    def test_a_healthy_job_is_not_hung_after_the_machine_stood_still(self):
+        self.stopped_for_3s(stop_worker_too=True)
 
 
 class Stragglers(HangCase):
