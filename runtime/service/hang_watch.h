@@ -27,9 +27,10 @@ struct HangWatchConfig {
   // that an advance still on its way never looks like a hang.
   std::chrono::milliseconds staleness{0};
   // A running node reports at every heartbeat. One silent for longer than this (its heartbeat interval
-  // plus the staleness) is overdue: its distrun, or node 0's, was not running (SIGSTOP, a paused VM, a
-  // starved process), so its last report aged through time nobody looked. Its ranks are left out of the
-  // verdict until it reports again, neither convicted nor covering others; liveness judges a silent node.
+  // plus the margin of a board read) is overdue: its distrun, or node 0's, was not running (SIGSTOP, a
+  // paused VM, a starved process), so its last report aged through time nobody looked. Its ranks are left
+  // out of the verdict until it reports again, neither convicted nor covering others; liveness judges a
+  // silent node.
   // 0: every report counts however old.
   std::chrono::milliseconds overdue{0};
   // The learned timeout: factor × the slowest recent step interval, never below the floor; until every
