@@ -370,9 +370,9 @@ bool WriteAll(int fd, std::string_view data) {
 std::string ExitDescription(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
+    const char* what = ::strsignal(sig);  // "Segmentation fault" (sigabbrev_np's "SEGV" is glibc 2.32's)
     return "died from signal " + std::to_string(sig) +
-           (name != nullptr ? " (SIG" + std::string(name) + ")" : "");
+           (what != nullptr ? " (" + std::string(what) + ")" : "");
   }
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "launcher/process/close_from.h"
 #include "launcher/process/companion_files.h"
 #include "launcher/process/spawn.h"
 
@@ -143,8 +144,6 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
   // Whoever reads distrun's stdout must see EOF when distrun ends; stderr stays for its own messages.
   ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  // Only the socket and stdio: the sentinel must not keep anyone's pipe alive.
-  ::posix_spawn_file_actions_addclosefrom_np(&actions, kProgramFd + 1);
   std::string fd_text = std::to_string(kProgramFd);
   std::string since_text = std::to_string(since);
   char* argv[] = {const_cast<char*>(program.c_str()), fd_text.data(), since_text.data(), nullptr};
@@ -164,6 +163,10 @@ pid_t SpawnProgram(const std::string& program, int fd, unsigned long long since)
 
 [[noreturn]] void RunSentinel(int fd, unsigned long long since) {
   try {
+    // Only the socket and stdio stay open: the sentinel must not keep anyone's pipe alive, not even one
+    // distrun inherited without close-on-exec.
+    for (int other = STDERR_FILENO + 1; other < fd; ++other) ::close(other);
+    CloseFrom(fd + 1);
     ::setpgid(0, 0);  // out of distrun's group: a kill of that group must not take the sentinel too
     ::prctl(PR_SET_NAME, "distrun-sentinel");
     // It writes nothing, but may have started before distrun ignored SIGPIPE (SentinelStart).
@@ -287,12 +290,8 @@ Sentinel Sentinel::Start(const std::string& program, bool fork_if_that_fails) {
     throw std::runtime_error(std::string("cannot start the sentinel: fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    ours.Reset();  // else distrun's death would not be seen as EOF
-    // Only the socket (and stdio) stay open: the sentinel must not keep anyone's pipe alive.
-    int fd = ::fcntl(theirs.Release(), F_DUPFD_CLOEXEC, 3);
-    for (int other = 3; other < fd; ++other) ::close(other);
-    ::close_range(static_cast<unsigned>(fd) + 1, ~0U, 0);
-    RunSentinel(fd, since);
+    ours.Reset();                          // else distrun's death would not be seen as EOF
+    RunSentinel(theirs.Release(), since);  // which closes every other descriptor but stdio
   }
   // Also here, so that the sentinel is out of distrun's group before anything can signal that group.
   ::setpgid(pid, pid);

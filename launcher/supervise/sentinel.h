@@ -93,8 +93,9 @@ class SentinelStart {
 // installation); empty when neither is there.
 std::string FindSentinelProgram(const std::string& self);
 
-// The sentinel itself: reads fingerprints from `fd` until distrun dismisses it, or, when `fd` closes without
-// that, kills every process started since `since` (clock ticks since boot) that matches one.
+// The sentinel itself: closes every descriptor but stdio and `fd`, then reads fingerprints from `fd` until
+// distrun dismisses it, or, when `fd` closes without that, kills every process started since `since` (clock
+// ticks since boot) that matches one.
 [[noreturn]] void RunSentinel(int fd, unsigned long long since);
 
 // The variables of a worker's environment that identify it: the fingerprint the sentinel matches.
