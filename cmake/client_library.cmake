@@ -8,13 +8,8 @@
 #                                     link dependencies, declared in distrun.pc (Requires.private) and the
 #                                     CMake package.
 #
-#   wheel-lib/libdistrun_client.so.<soversion>
-#                                     the same library for the Python wheel (scripts/make_wheel.py), with
-#                                     gRPC, protobuf, abseil, libstdc++ and libgcc linked in: it needs glibc
-#                                     alone, in any Python environment. Built where gRPC links statically.
-#
-# The first two go to lib/ of the build tree, apart from distrun_client, the tests' library, whose file has the
-# same name.
+# Both go to lib/ of the build tree, apart from distrun_client, the tests' library, whose file has the same
+# name. The Python wheel has a third, self-contained one (cmake/wheel.cmake), which needs what follows.
 
 # The C ABI's version, apart from the project's: raise it when a change to distrun/client.h breaks binaries
 # built against the previous one.
@@ -53,13 +48,13 @@ set_target_properties(distrun_client_static PROPERTIES
   OUTPUT_NAME distrun_client EXPORT_NAME client_static
   ARCHIVE_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
 
-# The wheel's library needs Debian's gRPC, protobuf and abseil archives position-independent, and a few of
-# their objects were built for executables only (local-exec TLS, or a PC-relative reference to glibc's
-# stderr): those files are compiled again, position-independent, from the Debian source packages of the
+# The self-contained shared objects (the wheel's client library, the runtime modules) need Debian's gRPC,
+# protobuf and abseil archives position-independent, and a few of their objects were built for executables
+# only (local-exec TLS, or a PC-relative reference to glibc's stderr): those files are compiled again, position-independent, from the Debian source packages of the
 # installed versions, which scripts/install-deps.sh fetches into DISTRUN_DEBIAN_SOURCES. The list is what
 # the link of Debian 12's archives needs; a link error naming another object means one more file here.
 set(DISTRUN_DEBIAN_SOURCES /var/cache/distrun/debian-sources CACHE PATH
-  "Debian source packages of abseil and protobuf, for the wheel's client library (scripts/install-deps.sh)")
+  "Debian sources of abseil and protobuf, for self-contained shared objects (scripts/install-deps.sh)")
 function(distrun_debian_source out dev_package)
   execute_process(COMMAND dpkg-query -W [=[-f=${source:Package}-${source:Version}]=] ${dev_package}
     OUTPUT_VARIABLE _dir ERROR_QUIET)
@@ -92,16 +87,4 @@ if(_absl AND _protobuf)
   # common.cc includes a header protobuf does not install (its own int128.h).
   set_source_files_properties(${_protobuf}/src/google/protobuf/stubs/common.cc PROPERTIES
     INCLUDE_DIRECTORIES ${_protobuf}/src)
-
-  add_library(distrun_client_wheel SHARED $<TARGET_OBJECTS:distrun_client_objects>
-    $<TARGET_OBJECTS:distrun_wheel_pic> ${PROJECT_SOURCE_DIR}/runtime/client/wheel/grpc_without_xds.cc)
-  target_link_libraries(distrun_client_wheel PRIVATE distrun_runtime)
-  target_link_options(distrun_client_wheel PRIVATE -Wl,--version-script=${DISTRUN_CLIENT_MAP} -Wl,--as-needed
-    -Wl,--no-undefined -Wl,--exclude-libs,ALL -Wl,--gc-sections -static-libstdc++ -static-libgcc)
-  set_target_properties(distrun_client_wheel PROPERTIES
-    DISTRUN_SELF_CONTAINED ON
-    OUTPUT_NAME distrun_client
-    VERSION ${PROJECT_VERSION} SOVERSION ${DISTRUN_CLIENT_SOVERSION}
-    LINK_DEPENDS ${DISTRUN_CLIENT_MAP}
-    LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/wheel-lib)
 endif()

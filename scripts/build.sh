@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds one flavour of distrun: release (default), asan (ASan+UBSan) or fuzz (clang-14);
-# or `wheel`: the release build packed as a Python wheel, dist/distrun-VERSION-py3-none-PLATFORM.whl
-# (scripts/make_wheel.py; pip install dist/distrun-*.whl).
+# or `wheel`: the release build's programs for the wheel (cmake/wheel.cmake: for glibc 2.28 and later) packed
+# as dist/distrun-VERSION-py3-none-manylinux_2_28_x86_64.whl (scripts/make_wheel.py; pip install dist/*.whl).
 #   scripts/build.sh [release|asan|fuzz|wheel] [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -8,7 +8,7 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format dpkg-dev file)
 test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   python3 python3-yaml python3-mpi4py python3-torch python3-venv python3-pip python3-wheel
-  iproute2 nftables procps util-linux groff man-db gdb)
+  iproute2 nftables procps util-linux groff man-db gdb debootstrap)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do
@@ -57,3 +57,8 @@ if ((${#fetch[@]})); then
     rm -f "$sources"/*.orig.tar.* "$sources"/*.debian.tar.*
   done
 fi
+
+# The wheel's programs are linked against Debian 11's glibc 2.31 (cmake/wheel.cmake), and its tests install it
+# in a Debian 11 userland (tests/integration/older_userland_test.py): both fetched once from Debian's archive.
+"$(dirname "$0")/bullseye.sh" sysroot
+"$(dirname "$0")/bullseye.sh" root
