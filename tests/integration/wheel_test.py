@@ -2,11 +2,14 @@
 offline into fresh virtual environments of a Python that is not Debian's (a python.org-style build under
 /root/.pyenv) and of Debian's; the environment's own `distrun` runs a two-worker job whose workers use
 `import distrun` (the key-value store, a barrier, progress, their identity) with no system distrun,
-LD_LIBRARY_PATH or PYTHONPATH; every ELF file in the wheel needs glibc alone; the client libraries export
-only the C API; `pip uninstall` leaves nothing behind."""
+LD_LIBRARY_PATH or PYTHONPATH; every ELF file in the wheel keeps to manylinux_2_28 (glibc alone, no symbol
+version above GLIBC_2.28, no C++ runtime's); make_wheel.py refuses programs that do not, naming file, version and
+symbol; the client libraries export only the C API; `pip uninstall` leaves nothing behind. The wheel in an
+older userland: older_userland_test.py."""
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +22,7 @@ from distrun_harness import DISTRUN  # noqa: E402
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.path.dirname(DISTRUN)
 GLIBC = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "ld-linux-x86-64.so.2"}
+MAKE_WHEEL = os.path.join(REPO, "scripts", "make_wheel.py")
 
 # What each worker does with the module, and where its pieces came from.
 TRAIN = r"""
@@ -69,6 +73,24 @@ def files_under(root):
     return out
 
 
+def pack_wheel(directory):
+    """The wheel `scripts/build.sh wheel` wrote (scripts/test.sh names it), else one packed here into `directory`."""
+    if os.environ.get("DISTRUN_WHEEL"):
+        return os.environ["DISTRUN_WHEEL"]
+    r = subprocess.run(["/usr/bin/python3", MAKE_WHEEL, BUILD, os.path.join(directory, "dist")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"make_wheel.py failed: {r.stdout}{r.stderr}")
+    return r.stdout.strip().splitlines()[-1]
+
+
+def symbol_versions(path):
+    """{(family, version)} of the symbols an ELF file takes from versioned libraries, e.g. ("GLIBC", (2, 17))."""
+    out = subprocess.run(["objdump", "-T", path], capture_output=True, text=True, check=True).stdout
+    return {(family, tuple(int(n) for n in version.split(".")))
+            for family, version in re.findall(r"\*UND\*.*\b(GLIBC|GLIBCXX|CXXABI|GCC)_([0-9.]+)", out)}
+
+
 class Wheel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -76,15 +98,7 @@ class Wheel(unittest.TestCase):
             raise unittest.SkipTest("the wheel is packed from a release build (its client library links gRPC "
                                     "statically, which sanitizer builds do not)")
         cls.tmp = tempfile.TemporaryDirectory(prefix="distrun-wheel-")
-        # The wheel `scripts/build.sh wheel` wrote (scripts/test.sh names it), else one packed here.
-        if os.environ.get("DISTRUN_WHEEL"):
-            cls.wheel = os.environ["DISTRUN_WHEEL"]
-            return
-        r = subprocess.run(["/usr/bin/python3", os.path.join(REPO, "scripts", "make_wheel.py"), BUILD,
-                            os.path.join(cls.tmp.name, "dist")], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError(f"make_wheel.py failed: {r.stdout}{r.stderr}")
-        cls.wheel = r.stdout.strip().splitlines()[-1]
+        cls.wheel = pack_wheel(cls.tmp.name)
 
     @classmethod
     def tearDownClass(cls):
@@ -92,7 +106,7 @@ class Wheel(unittest.TestCase):
 
     def test_name_states_the_glibc_it_needs(self):
         name = os.path.basename(self.wheel)
-        m = re.fullmatch(r"distrun-([0-9.]+)-py3-none-manylinux_2_(\d+)_x86_64\.whl", name)
+        m = re.fullmatch(r"distrun-([0-9.]+)-py3-none-manylinux_2_28_x86_64\.whl", name)
         self.assertIsNotNone(m, name)
         with zipfile.ZipFile(self.wheel) as z:
             names = set(z.namelist())
@@ -117,6 +131,26 @@ class Wheel(unittest.TestCase):
                 out = subprocess.run(["readelf", "-dW", path], capture_output=True, text=True, check=True).stdout
                 needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out))
                 self.assertTrue(needed and needed <= GLIBC, f"{os.path.relpath(path, d)} needs {sorted(needed)}")
+                versions = symbol_versions(path)
+                self.assertIn(("GLIBC", (2, 2, 5)), versions, path)  # it was read
+                too_new = sorted(v for v in versions if v[0] != "GLIBC" or v[1][:2] > (2, 28))
+                self.assertEqual(too_new, [], os.path.relpath(path, d))
+
+    def test_make_wheel_refuses_programs_that_need_a_newer_glibc(self):
+        # The build's own programs, linked against Debian 12's glibc, in place of the wheel's.
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "build", "wheel"))
+            for name in ("distrun", "distrun-sentinel", "distrun-runtime.so"):
+                shutil.copy(os.path.join(BUILD, name), os.path.join(d, "build", "wheel", name))
+            shutil.copy(os.path.join(BUILD, "wheel", "libdistrun_client.so.0"), os.path.join(d, "build", "wheel"))
+            r = subprocess.run(["/usr/bin/python3", MAKE_WHEEL, os.path.join(d, "build"), os.path.join(d, "dist")],
+                               capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("make_wheel: not a manylinux_2_28 wheel, nothing written", r.stderr)
+            self.assertRegex(r.stderr, r"wheel/distrun needs GLIBC_2\.3[4-9]: .*__libc_start_main")
+            self.assertRegex(r.stderr, r"wheel/distrun-runtime\.so needs GLIBC_2\.3[4-9]: ")
+            self.assertNotIn("wheel/libdistrun_client.so.0 needs GLIBC_", r.stderr)  # the wheel's own passes
+            self.assertFalse(os.path.exists(os.path.join(d, "dist")), os.listdir(d))
 
     def test_client_libraries_export_only_the_c_api(self):
         with tempfile.TemporaryDirectory() as d:
