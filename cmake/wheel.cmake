@@ -8,7 +8,8 @@
 # versions at least (pthread_create, __libc_start_main). Linked against Debian 11's glibc 2.31 instead
 # (DISTRUN_WHEEL_SYSROOT: its libc6 and libc6-dev, scripts/bullseye.sh), each symbol binds to the newest
 # version 2.31 has. What the precompiled code needs of 2.29-2.36 is given by portable/glibc_symbols.cc, or,
-# for libm's functions whose 2.29 versions only dropped a wrapper, bound to their first version (--wrap);
+# for libm's functions whose 2.29 versions only dropped a wrapper, bound to their first version
+# (portable/libm_first_versions.cc);
 # scripts/make_wheel.py then refuses any symbol version above 2.28. The same sources, one set of objects: a
 # second toolchain (an older GCC, gRPC 1.30's API) is avoided, and with it a second build of everything.
 set(DISTRUN_WHEEL_SYSROOT /var/cache/distrun/bullseye-sysroot CACHE PATH
@@ -23,23 +24,31 @@ if(NOT EXISTS ${DISTRUN_WHEEL_SYSROOT}/.complete)
   return()
 endif()
 
+# Bound inside each program and library, never exported.
 add_library(distrun_glibc_symbols OBJECT ${PROJECT_SOURCE_DIR}/portable/glibc_symbols.cc)
 target_link_libraries(distrun_glibc_symbols PUBLIC distrun_portable)
-# Bound inside each program and library, never exported.
-target_compile_options(distrun_glibc_symbols PRIVATE -fvisibility=hidden)
+add_library(distrun_libm_first_versions OBJECT ${PROJECT_SOURCE_DIR}/portable/libm_first_versions.cc)
+set_target_properties(distrun_glibc_symbols distrun_libm_first_versions PROPERTIES CXX_VISIBILITY_PRESET hidden)
 
 # The linker's search starts in the sysroot (-B: its start files and libc.so first); gcc's own directory
-# still gives the static libstdc++ and libgcc, whose newer glibc needs glibc_symbols.cc meets.
+# still gives the static libstdc++ and libgcc, whose newer glibc needs glibc_symbols.cc meets. -pthread: glibc
+# 2.31's threads are libpthread's. Every library a program does not use is left out (--as-needed): each costs
+# its start an open and four mappings (bench/RESULTS.md).
 set(_distrun_wheel_link -pthread --sysroot=${DISTRUN_WHEEL_SYSROOT} -B${DISTRUN_WHEEL_SYSROOT}/usr/lib/x86_64-linux-gnu/
-  -L${DISTRUN_WHEEL_SYSROOT}/lib/x86_64-linux-gnu)
-foreach(_function exp exp2 log log2 pow)
-  list(APPEND _distrun_wheel_link -Wl,--wrap=${_function})
-endforeach()
+  -L${DISTRUN_WHEEL_SYSROOT}/lib/x86_64-linux-gnu -Wl,--as-needed)
 
+# MATH for what calls libm's functions of glibc 2.29 (the shared objects: gRPC's and abseil's archives).
 function(distrun_wheel_elf target output_name)
+  cmake_parse_arguments(PARSE_ARGV 2 ARG "MATH" "" "")
   target_sources(${target} PRIVATE $<TARGET_OBJECTS:distrun_glibc_symbols>)
   target_link_libraries(${target} PRIVATE distrun_portable)
   target_link_options(${target} PRIVATE ${_distrun_wheel_link})
+  if(ARG_MATH)
+    target_sources(${target} PRIVATE $<TARGET_OBJECTS:distrun_libm_first_versions>)
+    foreach(_function exp exp2 log log2 pow)
+      target_link_options(${target} PRIVATE -Wl,--wrap=${_function})
+    endforeach()
+  endif()
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${output_name}
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/wheel LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/wheel)
 endfunction()
@@ -55,7 +64,7 @@ distrun_static_startup(distrun_wheel_sentinel)
 distrun_wheel_elf(distrun_wheel_sentinel distrun-sentinel)
 
 distrun_runtime_module(distrun_wheel_runtime_module)
-distrun_wheel_elf(distrun_wheel_runtime_module distrun-runtime)
+distrun_wheel_elf(distrun_wheel_runtime_module distrun-runtime MATH)
 
 # The workers' client library with everything but glibc inside: it needs nothing of a Python environment.
 add_library(distrun_client_wheel SHARED $<TARGET_OBJECTS:distrun_client_objects>
@@ -67,4 +76,4 @@ set_target_properties(distrun_client_wheel PROPERTIES
   DISTRUN_SELF_CONTAINED ON
   VERSION ${PROJECT_VERSION} SOVERSION ${DISTRUN_CLIENT_SOVERSION}
   LINK_DEPENDS ${DISTRUN_CLIENT_MAP})
-distrun_wheel_elf(distrun_client_wheel distrun_client)
+distrun_wheel_elf(distrun_client_wheel distrun_client MATH)

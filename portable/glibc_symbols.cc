@@ -43,18 +43,4 @@ int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid
   return distrun::portable::ClockWait(cond, mutex, clock, deadline);
 }
 
-// glibc 2.29 gave exp, exp2, log, log2 and pow new versions that only dropped the SVID error-handling
-// wrapper; the results and errno are those of the first versions, to which cmake/wheel.cmake's --wrap sends
-// every call (gRPC's and abseil's archives make some).
-#define DISTRUN_FIRST_VERSION(name, params, args)                   \
-  double distrun_first_##name params;                               \
-  __asm__(".symver distrun_first_" #name "," #name "@GLIBC_2.2.5"); \
-  double __wrap_##name params { return distrun_first_##name args; }
-DISTRUN_FIRST_VERSION(exp, (double x), (x))
-DISTRUN_FIRST_VERSION(exp2, (double x), (x))
-DISTRUN_FIRST_VERSION(log, (double x), (x))
-DISTRUN_FIRST_VERSION(log2, (double x), (x))
-DISTRUN_FIRST_VERSION(pow, (double x, double y), (x, y))
-#undef DISTRUN_FIRST_VERSION
-
 }  // extern "C"
