@@ -20,7 +20,9 @@ case "$flavour" in
               -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14) ;;
   *) echo "build.sh: unknown flavour '$flavour'; use release, asan, fuzz or wheel" >&2; exit 2 ;;
 esac
-# ccache, where installed, makes rebuilds in several build trees cheap; it is optional.
-if command -v ccache >/dev/null; then args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
+# ccache, where installed, makes rebuilds in several build trees cheap; it is optional (and a tree configured
+# with it builds on once it is gone).
+launcher=$(command -v ccache || true)
+args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher")
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
 ninja -C "$dir" -j "$jobs"

@@ -149,7 +149,8 @@ TEST_P(Sentinels, KeepsNoDescriptorButItsSocketAndIsInItsOwnGroup) {
   Sentinel s = Sentinel::Start(GetParam());
   ::close(pipe_fds[1]);
   ASSERT_GT(s.pid(), 0);
-  // The sentinel holds no copy of the pipe's write end: its reader sees EOF at once.
+  // The sentinel keeps no copy of the pipe's write end (it closes what it inherited as it starts): the
+  // reader sees EOF.
   char c;
   EXPECT_EQ(::read(pipe_fds[0], &c, 1), 0);
   ::close(pipe_fds[0]);

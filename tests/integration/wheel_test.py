@@ -56,14 +56,14 @@ def sanitized_build():
         return False
 
 
-def other_python():
-    """A CPython that is not Debian's, newest first among those the wheel supports (3.8 and later)."""
+def other_pythons():
+    """CPythons that are not Debian's among those the wheel supports (3.8 and later), oldest first."""
     found = []
     for path in glob.glob("/root/.pyenv/versions/3.*/bin/python3"):
         m = re.search(r"/3\.(\d+)\.(\d+)/", path)
         if m and int(m.group(1)) >= 8:
             found.append(((int(m.group(1)), int(m.group(2))), path))
-    return max(found)[1] if found else None
+    return [path for _, path in sorted(found)]
 
 
 def files_under(root):
@@ -200,9 +200,26 @@ class Wheel(unittest.TestCase):
             self.assertEqual(left, [])
 
     def test_a_venv_of_a_python_that_is_not_debians(self):
-        python = other_python()
-        self.assertIsNotNone(python, "no CPython 3.8+ under /root/.pyenv/versions to test the wheel with")
-        self.venv_job(python)
+        pythons = other_pythons()
+        self.assertTrue(pythons, "no CPython 3.8+ under /root/.pyenv/versions to test the wheel with")
+        self.venv_job(pythons[-1])
+
+    def test_a_venv_of_the_oldest_python_it_supports(self):
+        pythons = [p for p in other_pythons() if "/3.8." in p]
+        self.assertTrue(pythons, "no CPython 3.8 under /root/.pyenv/versions to test the wheel with")
+        self.venv_job(pythons[0])
+
+    def test_an_archive_that_left_the_mirror_is_named_with_what_to_do(self):
+        # A mirror that holds nothing (a closed port): as when bullseye moves to archive.debian.org.
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([os.path.join(REPO, "scripts", "bullseye.sh"), "sysroot", os.path.join(d, "sysroot")],
+                               env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+                                    "DISTRUN_BULLSEYE_MIRROR": "http://127.0.0.1:9/debian"},
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("could not be fetched from http://127.0.0.1:9/debian", r.stderr)
+            self.assertIn("DISTRUN_BULLSEYE_MIRROR=http://archive.debian.org/debian", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "sysroot")))
 
     def test_a_venv_of_debians_python(self):
         self.venv_job("/usr/bin/python3")
