@@ -91,6 +91,10 @@ void ApplyExplicitValues(const ExplicitTopology& ex, Topology& t) {
     if (t.hosts.size() != static_cast<size_t>(t.num_nodes)) t.hosts.clear();
   }
   if (ex.node_rank) t.node_rank = *ex.node_rank;
+  if (ex.node_rank_auto) {
+    t.node_rank = 0;
+    t.node_rank_auto = true;
+  }
   if (ex.num_nodes || ex.node_rank) {
     RequireBelow("--node-rank", t.node_rank, "--num-nodes", t.num_nodes);
   }

@@ -20,6 +20,7 @@ struct ExplicitTopology {
   std::optional<int> process_id;
   std::optional<int> num_nodes;
   std::optional<int> node_rank;
+  bool node_rank_auto = false;  // --node-rank auto: Topology::node_rank_auto
   std::optional<std::vector<std::string>> local_device_ids;
 };
 

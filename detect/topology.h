@@ -28,6 +28,10 @@ struct Topology {
   LaunchMode launch_mode = LaunchMode::kPerNode;  // the mode the launcher's layout implies
   int num_nodes = 1;
   int node_rank = 0;
+  // --node-rank auto (torchrun's c10d rendezvous): node 0 is the distrun that can serve the coordinator's
+  // address (on its host, and first there); the others take the ranks it gives them when they join
+  // (node_rank says 0 until then).
+  bool node_rank_auto = false;
   std::vector<std::string> hosts;  // the job's hosts in node order (may be empty when unknown)
 
   // The launcher's processes (tasks/ranks): how many in the job, which one this is, and its place on the

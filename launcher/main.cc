@@ -24,6 +24,7 @@
 #include "launcher/job/runtime_module.h"
 #include "launcher/plan/mpi_program.h"
 #include "launcher/plan/plan.h"
+#include "launcher/plan/worker_command.h"
 #include "launcher/process/output.h"
 #include "launcher/process/prompt_thread.h"
 #include "launcher/report/detect_report.h"
@@ -104,8 +105,11 @@ int Run(int argc, const char* const* argv) {
     if (const std::string* p = env.Get("DISTRUN_CONFIG")) config_path = *p;
   }
   ConfigFile config = LoadConfigFile(config_path, "distrun.yaml");
-  Options options = ResolveOptions(cl.flags, env.vars, config.values);
-  options.command = !cl.command.empty() ? cl.command : config.command;
+  Options options = ResolveOptions(cl.flags, env.vars, config.values, cl.defaults);
+  if (cl.form) options.script_form = cl.form;
+  options.command = !cl.command.empty()
+                        ? WorkerCommand(cl.command, cl.command_after_dashes, options.script_form, env)
+                        : WorkerCommand(config.command, true, options.script_form, env);
 
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
@@ -139,6 +143,10 @@ int Run(int argc, const char* const* argv) {
     load_module();
     SettleBeforeProbe(env, [module_loader] { module_loader->join(); });
   }
+  // torchrun's -r/-t without a directory for the files: like torchrun, distrun makes one.
+  const bool made_log_dir =
+      cl.action == Action::kLaunch && !options.log_dir && (options.redirects.given() || options.tee.given());
+  if (made_log_dir) options.log_dir = MakeLogDir(env.GetOr("TMPDIR", "/tmp"));
   Topology topology = DetectTopology(env, options.topology);
   // --detect shows what the launcher's variables said; a job cannot start without its coordinator.
   if (cl.action == Action::kLaunch && !topology.coordinator_problem.empty()) {
@@ -173,6 +181,7 @@ int Run(int argc, const char* const* argv) {
   CheckMpiProgram(plan, options.command, env);
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
   for (const auto& w : plan.warnings) log->warn("{}", w);
+  if (made_log_dir) log->info("the workers' log files (--redirects, --tee) are in {}", *options.log_dir);
   // Every distrun is an agent of the job's runtime; node 0's also hosts its service. A single-host job's
   // starts when something needs it; a missing module is said now all the same, before any worker starts.
   const bool starts_late = LazyLink::Fits(plan, options);

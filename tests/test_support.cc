@@ -58,4 +58,19 @@ std::string DetectorError(const Detector& detector, const Environment& env) {
   return "";
 }
 
+CommandLine ParseArgs(const std::vector<std::string>& args) {
+  std::vector<const char*> argv = {"distrun"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return ParseCommandLine(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string ParseArgsError(const std::vector<std::string>& args) {
+  try {
+    ParseArgs(args);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace distrun::testing

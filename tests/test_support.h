@@ -8,6 +8,7 @@
 
 #include "detect/detector.h"
 #include "detect/environment.h"
+#include "launcher/config/command_line.h"
 
 namespace distrun::testing {
 
@@ -27,5 +28,10 @@ std::string FixturePath(const std::string& relative_path);
 // The UsageError message `detector` throws for `env`; records a test failure when it throws none or when the
 // message is not one line.
 std::string DetectorError(const Detector& detector, const Environment& env);
+
+// distrun's command line for `args` (without the program name), and the UsageError message it gives ("" for
+// none).
+CommandLine ParseArgs(const std::vector<std::string>& args);
+std::string ParseArgsError(const std::vector<std::string>& args);
 
 }  // namespace distrun::testing

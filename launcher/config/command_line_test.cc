@@ -7,26 +7,15 @@
 
 #include "detect/errors.h"
 #include "launcher/config/options.h"
+#include "test_support.h"
 
 namespace distrun {
 namespace {
 
 using Args = std::vector<std::string>;
 
-CommandLine Parse(const Args& args) {
-  std::vector<const char*> argv = {"distrun"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  return ParseCommandLine(static_cast<int>(argv.size()), argv.data());
-}
-
-std::string ParseError(const Args& args) {
-  try {
-    Parse(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
+CommandLine Parse(const Args& args) { return testing::ParseArgs(args); }
+std::string ParseError(const Args& args) { return testing::ParseArgsError(args); }
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

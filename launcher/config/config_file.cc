@@ -9,6 +9,7 @@
 
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/config/closest_name.h"
 
 namespace distrun {
 namespace {
@@ -17,32 +18,10 @@ std::string Where(const std::string& path, const YAML::Mark& mark) {
   return path + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string Suggestion(const std::string& key) {
-  std::string best;
-  size_t best_distance = 4;
-  for (const OptionSpec& spec : OptionTable()) {
-    std::string candidate = ConfigKeyFor(spec.name);
-    size_t d = EditDistance(key, candidate);
-    if (d < best_distance) {
-      best_distance = d;
-      best = candidate;
-    }
-  }
+  std::vector<std::string> keys;
+  for (const OptionSpec& spec : OptionTable()) keys.push_back(ConfigKeyFor(spec.name));
+  std::string best = ClosestName(key, keys);
   return best.empty() ? "" : "did you mean '" + best + "'? ";
 }
 

@@ -7,6 +7,7 @@
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/config/torchrun_dialect.h"
 #include "launcher/process/output.h"
 #include "launcher/process/signal_names.h"
 
@@ -95,9 +96,16 @@ const std::vector<OptionSpec> kTable = {
      [](Options& o, const std::string& where, const std::string& v) {
        o.topology.num_nodes = PositiveInt(where, v);
      }},
-    {"node-rank", "ID", "this node's index, 0..N-1 (explicit; overrides detection)", nullptr,
+    {"node-rank", "ID|auto",
+     "this node's index, 0..N-1 (explicit; overrides detection); auto: node 0 is the distrun that serves the "
+     "coordinator address, the others get theirs from it in the order they come (torchrun's c10d)",
+     nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
-       o.topology.node_rank = ParseCount(where, v);
+       o.topology.node_rank_auto = v == "auto";
+       if (o.topology.node_rank_auto)
+         o.topology.node_rank.reset();
+       else
+         o.topology.node_rank = ParseCount(where, v);
      }},
     {"local-device-ids", "LIST",
      "devices this node may use, as tokens: 0,1 or GPU-<uuid>,... (overrides "
@@ -175,11 +183,17 @@ const std::vector<OptionSpec> kTable = {
      [](Options& o, const std::string& where, const std::string& v) {
        o.max_restarts = ParseCount(where, v);
      }},
-    {"nnodes", "MIN:MAX",
-     "an elastic job: it goes on while at least MIN of its nodes live (MIN..MAX also works; N: no range)",
+    {"nnodes", "N|MIN:MAX",
+     "N: a job of N nodes (as --num-nodes); MIN:MAX: an elastic job, which goes on while at least MIN of "
+     "its nodes live (MIN..MAX also works)",
      nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
-       o.elastic = ParseNodeRange(where, v);
+       ElasticRange range = ParseNodeRange(where, v);
+       if (v.find(':') == std::string::npos && v.find("..") == std::string::npos) {
+         o.nnodes = range.min_nodes;  // torchrun's --nnodes N: N nodes, no range
+       } else {
+         o.elastic = range;
+       }
      }},
     {"elastic-policy", "resize|spares",
      "with --nnodes: resize (every live node works) or spares (MIN nodes work, the others wait to replace a "
@@ -325,6 +339,30 @@ const std::vector<OptionSpec> kTable = {
      nullptr,
      [](Options& o, const std::string& where, const std::string& v) {
        o.ranks_filter = ParseRankList(where, v);
+     }},
+    {"local-ranks-filter", "LIST", "show only these local ranks' output on the console (torchrun's), as --ranks-filter",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.local_ranks_filter = ParseRankList(where, v);
+     }},
+    {"redirects", "0|1|2|3|LR:V,...",
+     "these streams (1 stdout, 2 stderr, 3 both; per local rank: 0:3,1:2) go to --log-dir's files only, not "
+     "to the console (torchrun's -r; without --log-dir, to a new directory under TMPDIR)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.redirects = ParseStreamChoice(where, v);
+     }},
+    {"tee", "0|1|2|3|LR:V,...",
+     "these streams go to --log-dir's files as well as the console (torchrun's -t); with --redirects or "
+     "--tee, the files hold only the streams they name (with neither, --log-dir holds every stream)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.tee = ParseStreamChoice(where, v);
+     }},
+    {"role", "NAME", "the workers' ROLE_NAME (torchrun's --role)", "default",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "name the role");
+       o.role = v;
      }},
     {"token-file", "FILE",
      "read the job token from FILE (when DISTRUN_TOKEN is not set); every node of the job must use the same",
@@ -482,8 +520,13 @@ std::string ConfigKeyFor(const char* option_name) {
 
 Options ResolveOptions(const RawValues& flags,
                        const std::map<std::string, std::string, std::less<>>& env_vars,
-                       const RawValues& config) {
+                       const RawValues& config, const RawValues& defaults) {
   Options options;
+  // torchrun's PET_* variables (what Kubeflow's PyTorchJob sets): beneath distrun's own variables.
+  const TorchrunMeaning pet = TranslateTorchrun(TorchrunVariables(env_vars));
+  RawValues implied = defaults;
+  implied.insert(pet.defaults.begin(), pet.defaults.end());
+  options.script_form = pet.form;
   for (const OptionSpec& spec : kTable) {
     std::optional<RawValue> chosen;
     OptionSource source = OptionSource::kDefault;
@@ -494,9 +537,14 @@ Options ResolveOptions(const RawValues& flags,
     } else if (auto e = env_vars.find(env_name); e != env_vars.end()) {
       chosen = RawValue{e->second, env_name};
       source = OptionSource::kEnvironment;
+    } else if (auto t = pet.options.find(spec.name); t != pet.options.end()) {
+      chosen = t->second;
+      source = OptionSource::kEnvironment;
     } else if (auto c = config.find(spec.name); c != config.end()) {
       chosen = c->second;
       source = OptionSource::kConfig;
+    } else if (auto d = implied.find(spec.name); d != implied.end()) {
+      chosen = d->second;
     } else if (spec.default_value != nullptr) {
       chosen = RawValue{spec.default_value, std::string("default of --") + spec.name};
     }
@@ -505,6 +553,18 @@ Options ResolveOptions(const RawValues& flags,
     options.effective[spec.name] = {chosen->value, source};
   }
 
+  // An elastic job whose ranks come from the coordinator (torchrun's c10d) starts once MIN nodes are there;
+  // more arrive as an elastic job's late nodes do.
+  if (options.topology.node_rank_auto && options.elastic && !options.topology.num_nodes && !options.nnodes) {
+    options.topology.num_nodes = options.elastic->min_nodes;
+  }
+  if (options.nnodes) {
+    if (options.topology.num_nodes && *options.topology.num_nodes != *options.nnodes) {
+      throw UsageError("--nnodes " + std::to_string(*options.nnodes) + " and --num-nodes " +
+                       std::to_string(*options.topology.num_nodes) + " disagree; give one of them");
+    }
+    options.topology.num_nodes = options.nnodes;
+  }
   if (options.join) {
     if (!options.elastic) {
       throw UsageError(

@@ -9,6 +9,7 @@
 
 #include "detect/detection.h"
 #include "detect/topology.h"
+#include "launcher/process/stream_choice.h"
 #include "runtime/service/membership.h"
 
 namespace distrun {
@@ -22,6 +23,9 @@ enum class CpuBind { kNone, kGpu, kNuma };
 // Who serves PyTorch's store (MASTER_ADDR:MASTER_PORT): node 0's distrun on its coordinator port (torch's
 // agent-store mode), or worker rank 0 (torch's own TCPStore server, bound by the worker).
 enum class TorchStoreHost { kDistrun, kRank0 };
+// How a command without "--" runs (launcher/plan/worker_command.h): torchrun's way (a Python script with
+// Python), -m/--module (a module: python -m), --no-python (the command itself).
+enum class ScriptForm { kScript, kModule, kProgram };
 // Whether agents prove their user with munge (launcher/job/job_protection.h): where it works and no job token
 // was given (auto), never (off), or always, failing where munge does not work (require).
 enum class MungeUse { kAuto, kOff, kRequire };
@@ -38,6 +42,7 @@ struct Options {
   int max_restarts = 0;
   // Elastic membership (--nnodes MIN:MAX, --elastic-policy): unset, losing any node ends the job.
   std::optional<ElasticRange> elastic;
+  std::optional<int> nnodes;                              // --nnodes N (torchrun's spelling of --num-nodes N)
   ElasticPolicy elastic_policy = ElasticPolicy::kResize;  // folded into `elastic` once every source is read
   ScaleUp scale_up = ScaleUp::kNextRestart;               // likewise
   double scale_up_notice_s = 0;      // scale-up now: from the change notice to the next epoch
@@ -57,7 +62,8 @@ struct Options {
   std::optional<std::string> jax_coordinator_host;
   std::optional<int> jax_coordinator_port;
 
-  std::vector<std::string> command;  // after "--", or the config's `command:`
+  std::vector<std::string> command;       // after "--", or the config's `command:`
+  std::optional<ScriptForm> script_form;  // torchrun's -m or --no-python (also PET_MODULE, PET_NO_PYTHON)
 
   // For each option name: the effective value as text and where it came from.
   struct Effective {
@@ -73,7 +79,11 @@ struct Options {
   TagOutput tag_output = TagOutput::kAuto;
   std::string tag_template = "[{rank}] ";
   std::optional<std::string> log_dir;
-  std::optional<std::vector<int>> ranks_filter;  // console only
+  std::optional<std::vector<int>> ranks_filter;        // console only
+  std::optional<std::vector<int>> local_ranks_filter;  // console only, by local rank (torchrun's)
+  StreamChoice redirects;                              // streams to files only (torchrun's -r)
+  StreamChoice tee;                                    // streams to files as well (torchrun's -t)
+  std::string role = "default";                        // ROLE_NAME (torchrun's --role)
 
   // The runtime (runtime/): the coordination service hosted by node 0 and this node's agent.
   std::optional<std::string> token_file;  // the job token, when DISTRUN_TOKEN is not set
@@ -121,9 +131,10 @@ struct RawValue {
 };
 using RawValues = std::map<std::string, RawValue>;
 
-// Applies defaults, then config, environment and flags in rising precedence.
+// Applies defaults (the table's, then `defaults`: what torchrun's options imply, CommandLine::defaults), then
+// config, environment (DISTRUN_* over torchrun's PET_*) and flags in rising precedence.
 Options ResolveOptions(const RawValues& flags,
                        const std::map<std::string, std::string, std::less<>>& env_vars,
-                       const RawValues& config);
+                       const RawValues& config, const RawValues& defaults = {});
 
 }  // namespace distrun

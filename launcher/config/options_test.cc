@@ -382,8 +382,9 @@ TEST(ElasticOptions, RangeSpellingsAndPolicy) {
   EXPECT_EQ(o.elastic->min_nodes, 3);
   EXPECT_EQ(o.elastic->max_nodes, 3);
   EXPECT_EQ(o.elastic->policy, ElasticPolicy::kSpares);
-  o = ResolveOptions(Flag("nnodes", "5"), {}, {});
-  EXPECT_EQ(o.elastic->max_nodes, 5);
+  o = ResolveOptions(Flag("nnodes", "5"), {}, {});  // N: a job of N nodes (torchrun's), no range
+  EXPECT_FALSE(o.elastic);
+  EXPECT_EQ(o.topology.num_nodes, 5);
   EXPECT_FALSE(ResolveOptions({}, {}, {}).elastic);
   EXPECT_THROW(ResolveOptions(Flag("elastic-policy", "shrink"), {}, {}), UsageError);
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <thread>
+#include <utility>
 
 #include "detect/errors.h"
 #include "detect/parse.h"
@@ -81,6 +82,38 @@ JobDecision ToDecision(const JobEvent& e) {
 // A single-host job's port: the one its plan was made with (picked free a moment before), so that the
 // rendezvous settles the plan as it is and it is not made again; else (taken meanwhile) any. A port held
 // since before the workers started is theirs already.
+// Where node 0's service listens: a single-host job's loopback port (its workers', MakeServerConfig), else
+// every address (or --coordinator-bind-address) on the coordinator's port.
+std::string ServiceAddress(const Plan& plan, const Options& options) {
+  HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
+  if (!options.join && SingleHost(plan)) {
+    return FormatHostPort(LoopbackHost(plan), plan.topology.coordinator_port.value_or(0));
+  }
+  std::string bind = options.coordinator_bind_address.value_or(
+      coordinator.host.find(':') != std::string::npos ? "::" : "0.0.0.0");
+  return FormatHostPort(bind, coordinator.port.value_or(0));
+}
+
+// --node-rank auto (torchrun's c10d rendezvous): this distrun serves the job, as node 0, when the
+// coordinator's host is this machine (one of its addresses can be bound here) and the coordinator's port is
+// still free where the service listens (no other distrun of this host took it). The port, listening from
+// now on (so that no other distrun can take it, and lingering connections of an earlier job's do not stop
+// it), is the one the service serves; null: another node serves.
+std::shared_ptr<ListeningSocket> ReserveIfServing(const Plan& plan, const Options& options) {
+  HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
+  try {
+    ListeningSocket::Reserve(coordinator.host, 0);  // an address of this machine's, or it throws
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  HostPort at = ParseHostPort("service address", ServiceAddress(plan, options));
+  try {
+    return std::make_shared<ListeningSocket>(ListeningSocket::Open(at.host, at.port.value_or(0)));
+  } catch (const std::exception&) {
+    return nullptr;  // taken: a distrun of this host serves
+  }
+}
+
 std::shared_ptr<ListeningSocket> ProvisionalPort(const Plan& plan, const HeldPort* held) {
   if (held) return std::make_shared<ListeningSocket>(ListeningSocket::Duplicate(held->listen_fd));
   try {
@@ -101,8 +134,15 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
       node_rank_(options.join ? kArrivingNode : plan.layout.unit_index),
       num_nodes_(plan.layout.units),
       seats_are_nodes_(options.elastic.has_value()),
+      ranks_from_coordinator_(plan.topology.node_rank_auto),
       fresh_master_port_(options.elastic && !plan.topology.master_port),
       fresh_jax_port_(options.elastic && !options.jax_coordinator_port && !plan.topology.jax_port) {
+  if (plan.topology.node_rank_auto && !options.join && (num_nodes_ > 1 || options.elastic)) {
+    served_port_ = ReserveIfServing(plan, options);
+    node_rank_ = served_port_ ? 0 : kArrivingNode;
+    log_->info("{} {}", served_port_ ? "serving the job's rendezvous at" : "joining the job's rendezvous at",
+               plan.assignment.coordinator_address);
+  }
   protection_ = ResolveProtection(plan, options, env);
   if (!protection_.munge_socket.warning.empty()) log_->warn("{}", protection_.munge_socket.warning);
   const JobToken& token = protection_.token;
@@ -185,6 +225,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   }
   config.join.leaving = leaving;
   config.join.arriving = options.join.has_value();
+  config.join.claims_seat = plan.topology.node_rank_auto && node_rank_ == kArrivingNode && !options.join;
   left_at_start_ = !leaving.empty();
   config.initialization_timeout = Millis(options.initialization_timeout_s);
   config.heartbeat_timeout = Millis(options.heartbeat_timeout_s);
@@ -260,10 +301,7 @@ GrpcServerConfig RuntimeLink::MakeServerConfig(const Plan& plan, const Options& 
     gc.loopback_only = true;
   } else {
     gc.torch_store_job_hosts_only = true;  // TCPStore has no credentials: this host and the agents' only
-    HostPort coordinator = ParseHostPort("coordinator address", plan.assignment.coordinator_address);
-    std::string bind = options.coordinator_bind_address.value_or(
-        coordinator.host.find(':') != std::string::npos ? "::" : "0.0.0.0");
-    gc.address = FormatHostPort(bind, coordinator.port.value_or(0));
+    gc.address = ServiceAddress(plan, options);
   }
   return gc;
 }
@@ -275,6 +313,7 @@ void RuntimeLink::StartService(const Plan& plan, const Options& options,
   service_ = std::make_unique<CoordinationService>(std::move(sc));
   GrpcServerConfig gc = MakeServerConfig(plan, options);
   if (gc.loopback_only && (held || !plan.topology.coordinator_port)) gc.listen = ProvisionalPort(plan, held);
+  if (served_port_) gc.listen = std::exchange(served_port_, nullptr);
   try {
     server_ = std::make_unique<GrpcServer>(*service_, gc);
   } catch (const UsageError&) {
@@ -444,7 +483,10 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
     std::lock_guard lock(mu_);                        // the failover's credential names it
     node_rank_ = na.agent;                            // what its failure reports name from now on
     worker_address_ = agent_->coordinator_address();  // of several, the one that admitted it
-    log_->info("admitted as node {}", node_rank_);
+    if (ranks_from_coordinator_)
+      log_->info("this is node {}, as the coordinator at {} gave it", node_rank_, worker_address_);
+    else
+      log_->info("admitted as node {}", node_rank_);
   }
   JobAssignment a = provisional;
   a.rank_offset = na.rank_offset;
@@ -457,7 +499,7 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   // The epoch's world: an elastic job's node ranks change as nodes are lost; a spare gets no seat. (In
   // per-task mode a node is a host with all of its distrun processes.)
   a.spare = na.spare;
-  if (seats_are_nodes_) {
+  if (seats_are_nodes_ || ranks_from_coordinator_) {
     a.num_nodes = na.num_nodes;
     if (!na.spare) a.node_rank = na.node_rank;
   }

@@ -78,14 +78,19 @@ class RuntimeLink final : public JobLink {
   // --join: throws UsageError where an arrival cannot work (per-task mode, no token of the job's).
   void CheckArrival(const Plan& plan, const JobToken& token) const;
 
-  static constexpr int kArrivingNode = -1;  // node_rank_ of an arrival until the coordinator admits it
+  // node_rank_ of an arrival until the coordinator admits it, and of a node whose rank the coordinator
+  // gives (--node-rank auto) until then.
+  static constexpr int kArrivingNode = -1;
+  // --node-rank auto: the coordinator's port, reserved by the distrun that serves the job.
+  std::shared_ptr<ListeningSocket> served_port_;
 
   std::shared_ptr<spdlog::logger> log_;
   JobProtection protection_;
   std::string token_;  // the workers' (DISTRUN_TOKEN): node 0's, learnt at rendezvous where node 0 made it
   int node_rank_ = 0;
   int num_nodes_ = 1;
-  bool seats_are_nodes_ = false;    // an elastic job: the epoch's node ranks are the workers'
+  bool seats_are_nodes_ = false;         // an elastic job: the epoch's node ranks are the workers'
+  bool ranks_from_coordinator_ = false;  // --node-rank auto: the rendezvous gives this node its rank
   bool fresh_master_port_ = false;  // node 0 of an elastic job proposes new ports for every epoch, except
   bool fresh_jax_port_ = false;     // those the user or the MPI probe fixed
   // Shared with the agent's thread, which may start the service in a takeover: the service, its server,

@@ -349,7 +349,7 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("GROUP_WORLD_SIZE", std::to_string(a.num_nodes));
       set("ROLE_RANK", rank);
       set("ROLE_WORLD_SIZE", world);
-      set("ROLE_NAME", "default");
+      set("ROLE_NAME", o.role);
       if (o.torch_store == TorchStoreHost::kDistrun) {
         // torch's agent-store mode: init_process_group("env://") dials node 0's runtime, which serves the
         // TCPStore protocol (a fresh keyspace each epoch); no worker binds a port.

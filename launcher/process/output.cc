@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <system_error>
@@ -205,8 +206,19 @@ Output::~Output() = default;
 void Output::StartWorker(size_t slot, int rank, int local_rank) {
   Worker& w = workers_[slot];
   w.rank = rank;
-  w.shown = !settings_.ranks_filter ||
-            std::binary_search(settings_.ranks_filter->begin(), settings_.ranks_filter->end(), rank);
+  const bool shown =
+      (!settings_.ranks_filter ||
+       std::binary_search(settings_.ranks_filter->begin(), settings_.ranks_filter->end(), rank)) &&
+      (!settings_.local_ranks_filter || std::binary_search(settings_.local_ranks_filter->begin(),
+                                                           settings_.local_ranks_filter->end(), local_rank));
+  const bool chosen = settings_.redirects.given() || settings_.tee.given();
+  const int redirected = settings_.redirects.For(local_rank);
+  const int teed = settings_.tee.For(local_rank);
+  const int bits[2] = {kStdoutBit, kStderrBit};
+  for (int s = 0; s < 2; ++s) {
+    w.shown[s] = shown && (redirected & bits[s]) == 0;
+    w.to_file[s] = !chosen || ((redirected | teed) & bits[s]) != 0;
+  }
   for (int s = 0; s < 2; ++s) {
     w.lines[s] = LineAssembler(settings_.max_line);
     w.prefix[s].clear();
@@ -220,6 +232,7 @@ void Output::StartWorker(size_t slot, int rank, int local_rank) {
     Files& f = files_[rank];
     const char* suffix[2] = {".out", ".err"};
     for (int s = 0; s < 2; ++s) {
+      if (!w.to_file[s]) continue;
       std::filesystem::path path = *settings_.log_dir / ("rank-" + std::to_string(rank) + suffix[s]);
       f.fd[s].Reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
       if (!f.fd[s] && settings_.log) {
@@ -256,7 +269,7 @@ void Output::EmitLine(Worker& w, Stream stream, std::string_view line) {
     w.tail.emplace_back(line.substr(0, kTailLineBytes));
     while (w.tail.size() > settings_.tail_lines) w.tail.pop_front();
   }
-  if (!w.shown) return;
+  if (!w.shown[static_cast<int>(stream)]) return;
   const std::string& prefix = w.prefix[static_cast<int>(stream)];
   buffer_.clear();
   buffer_.reserve(prefix.size() + line.size() + 1);
@@ -292,6 +305,15 @@ void Output::WriteFile(int rank, Stream stream, std::string_view data) {
                           s == 0 ? "stdout" : "stderr", std::strerror(errno));
     }
   }
+}
+
+std::string MakeLogDir(const std::string& parent) {
+  std::string dir = parent + "/distrun-logs-XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) {
+    throw UsageError("cannot make a directory for the workers' log files in " + parent + " (" +
+                     std::strerror(errno) + "); name one with --log-dir");
+  }
+  return dir;
 }
 
 std::shared_ptr<spdlog::logger> MakeLogger(const std::string& level, int fd) {

@@ -6,6 +6,8 @@
 // A line longer than kMaxLineBytes is written in pieces of that size, each as its own prefixed line, so
 // that memory stays bounded whatever a worker prints. A last line without a newline gets one at EOF.
 // Log files get each worker's bytes unchanged: DIR/rank-<rank>.out and DIR/rank-<rank>.err.
+// torchrun's -r/--redirects and -t/--tee choose, per local rank, which streams go to the files only or to
+// them as well.
 
 #include <cstddef>
 #include <deque>
@@ -18,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/process/stream_choice.h"
 #include "launcher/process/unique_fd.h"
 
 namespace spdlog {
@@ -60,7 +63,12 @@ struct OutputSettings {
   std::string tag_template = "[{rank}] ";
   std::string host;
   std::optional<std::filesystem::path> log_dir;
-  std::optional<std::vector<int>> ranks_filter;  // console only; unset: every rank
+  std::optional<std::vector<int>> ranks_filter;        // console only; unset: every rank
+  std::optional<std::vector<int>> local_ranks_filter;  // console only, by local rank; unset: every one
+  // torchrun's -r and -t: the streams of a local rank that go to the log files only, or to them as well. With
+  // either given, a log file holds only the streams they name; with neither, every stream (--log-dir).
+  StreamChoice redirects;
+  StreamChoice tee;
   int stdout_fd = 1;
   int stderr_fd = 2;
   std::optional<bool> colour;  // unset: colour the prefix only where the fd is a terminal
@@ -89,8 +97,9 @@ class Output {
  private:
   struct Worker {
     int rank = 0;
-    bool shown = true;
-    std::string prefix[2];  // per stream: coloured where that stream is a terminal
+    bool shown[2] = {true, true};    // on the console, per stream
+    bool to_file[2] = {true, true};  // in the log files, per stream
+    std::string prefix[2];           // per stream: coloured where that stream is a terminal
     LineAssembler lines[2];
     std::deque<std::string> tail;
   };
@@ -110,6 +119,10 @@ class Output {
   std::map<int, Files> files_;
   std::string buffer_;
 };
+
+// A new directory for the workers' log files under `parent` (torchrun's -r/-t without --log-dir):
+// PARENT/distrun-logs-XXXXXX. Throws UsageError when it cannot be made.
+std::string MakeLogDir(const std::string& parent);
 
 // distrun's own messages ("distrun: warning: ..."), on `fd` with one write() per message, the level word
 // coloured only on a terminal. `level` as --log-level.

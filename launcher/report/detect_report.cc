@@ -103,7 +103,10 @@ std::string TextReport(const Plan& plan, const Options& options, const std::stri
   if (options.export_torch) line("torch store", TorchStoreText(options));
   line("processes", std::to_string(a.num_processes) + " in the job, " +
                         std::to_string(plan.layout.local_workers) + " started here");
-  line("nodes", std::to_string(a.num_nodes) + ", this is node " + std::to_string(a.node_rank));
+  line("nodes", std::to_string(a.num_nodes) + ", " +
+                    (t.node_rank_auto ? "this node's rank: 0 if it serves " + a.coordinator_address +
+                                            ", else the one it gives when this node joins (--node-rank auto)"
+                                      : "this is node " + std::to_string(a.node_rank)));
   if (const std::optional<ElasticRange>& e = options.elastic) {
     std::string spares = options.join ? "" : SpareNodes(*e, plan.layout.units);
     line("elastic",
@@ -231,7 +234,8 @@ ReportValue BuildDetectReport(const Plan& plan, const Options& options, const st
       {"coordinator_address", OrNull(a.coordinator_address)},
       {"num_processes", a.num_processes},
       {"num_nodes", a.num_nodes},
-      {"node_rank", a.node_rank},
+      {"node_rank",
+       t.node_rank_auto ? ReportValue(nullptr) : ReportValue(a.node_rank)},  // auto: not known yet
       {"hosts", Strings(t.hosts)},
       {"process_id", per_task ? ReportValue(t.task_id) : ReportValue(nullptr)},
       {"local_rank", per_task ? ReportValue(t.local_task) : ReportValue(nullptr)},

@@ -73,6 +73,9 @@ Supervisor::Supervisor(Plan plan, Options options, Environment env, std::shared_
         s.host = env_.hostname;
         if (options_.log_dir) s.log_dir = *options_.log_dir;
         s.ranks_filter = options_.ranks_filter;
+        s.local_ranks_filter = options_.local_ranks_filter;
+        s.redirects = options_.redirects;
+        s.tee = options_.tee;
         s.log = log_;
         return s;
       }()),

@@ -166,6 +166,7 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
   // An arrival joined whatever round the job was in; its later joins are ordinary ones.
   round_ = answer.assignment.restart_round;
   config_.join.arriving = false;
+  config_.join.claims_seat = false;
   agent_number_ = answer.assignment.agent;
   return Status::Ok();
 }
@@ -321,6 +322,7 @@ void Agent::FailOver(std::unique_lock<std::mutex>& lock) {
   lost_reason_.clear();
   config_.join.node_rank = agent_number_;  // an arrival's number, on the new stream
   config_.join.arriving = false;
+  config_.join.claims_seat = false;
   lock.unlock();
   std::shared_ptr<AgentStream> fresh = OpenStream(generation, &*target, std::nullopt);
   std::shared_ptr<AgentStream> old;

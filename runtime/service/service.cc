@@ -142,14 +142,16 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     // A node admitted after the start (Admit) never knew the node count, and its first join is for
     // whatever epoch the job is in.
     NodeJoin arrival = join;
-    if (join.arriving) arrival.restart_round = round_;
     const bool arrived = join.node_rank >= config_.num_nodes && join.node_rank < Agents();
+    // A node that claimed a seat when every one was taken came as an arrival (Admit).
+    const bool arriving = join.arriving || (join.claims_seat && arrived);
+    if (arriving) arrival.restart_round = round_;
     if (shut_down_) {
       fail(StatusCode::kUnavailable, "the coordination service is shutting down");
     } else if (election_) {
       // A standby before its decision holds no epoch to join: the takeover's restart names the next one.
       fail(StatusCode::kUnavailable, who + " joined the job's standby before it took the job over");
-    } else if (join.arriving && !arrived) {
+    } else if (arriving && !arrived) {
       fail(StatusCode::kInvalidArgument, who + " says it arrived, but the coordinator did not admit it");
     } else if (!arrived && join.num_nodes != config_.num_nodes) {
       fail(StatusCode::kInvalidArgument, who + " expects " + std::to_string(join.num_nodes) +
@@ -180,7 +182,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     } else if (arrival.restart_round != round_) {
       fail(StatusCode::kFailedPrecondition, who + " joined round " + std::to_string(join.restart_round) +
                                                 " but the job is in round " + std::to_string(round_));
-    } else if (join.arriving && state_ == JobState::kRunning) {
+    } else if (arriving && state_ == JobState::kRunning) {
       // The epoch runs without it: a spare until a later epoch seats it.
       nodes_[static_cast<size_t>(join.node_rank)].join = arrival;
       nodes_[static_cast<size_t>(join.node_rank)].replicates = join.replicates;

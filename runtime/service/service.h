@@ -121,7 +121,10 @@ class CoordinationService {
   // (*agent), or refuses it (no range, another run, the job full or over). The caller then attaches its
   // stream and sends its join as that node's: while an epoch runs it is answered at once as a spare (the
   // scale-up policy decides when it takes a seat, runtime/service/membership.h); while one forms, it takes
-  // part.
+  // part. A node that claims a seat (NodeJoin::claims_seat: its rank is the coordinator's to give) gets the
+  // first of the job's nodes (1 to N-1; node 0 is the service's host) that nobody took, in the order they
+  // come, while the first rendezvous forms; after that, or with every seat taken, an elastic job admits it
+  // as an arrival and any other refuses it.
   Status Admit(const NodeJoin& join, int* agent);
 
   // Liveness. An agent attaches its event stream once; `sink` gets every event for it, and the current
@@ -222,6 +225,7 @@ class CoordinationService {
     std::optional<Clock::time_point> lossy;
     bool succeeded = false;   // this round
     bool replicates = false;  // as it last joined
+    bool claimed = false;     // a node that claimed its seat was given this one (Admit)
   };
   struct HeldFailure {
     FailedWorker failure;

@@ -175,11 +175,37 @@ Status CoordinationService::Admit(const NodeJoin& join, int* agent) {
   {
     std::lock_guard lock(mu_);
     const std::string who = "a node arriving from host '" + join.host + "'";
+    // The first rendezvous's first free seat for a node that claims one (the service's host is node 0).
+    std::optional<int> seat;
+    if (join.claims_seat && round_ == 0 && state_ == JobState::kRendezvous) {
+      for (int i = 1; i < config_.num_nodes && !seat; ++i) {
+        const NodeState& n = nodes_[static_cast<size_t>(i)];
+        if (!n.claimed && !n.join && !n.stream && !membership_.lost(i)) seat = i;
+      }
+    }
     if (shut_down_) {
       status = {StatusCode::kUnavailable, "the coordination service is shutting down"};
     } else if (election_) {
       status = {StatusCode::kUnavailable,
                 who + " was refused: the job's standby is taking the job over; try again in a moment"};
+    } else if (seat && join.num_nodes != config_.num_nodes) {
+      status = {StatusCode::kInvalidArgument,
+                "a node of host '" + join.host + "' expects " + std::to_string(join.num_nodes) +
+                    " nodes, but the job has " + std::to_string(config_.num_nodes) +
+                    "; every distrun of a job must see the same node count (--nnodes)"};
+    } else if (seat) {
+      *agent = *seat;
+      NodeState& n = nodes_[static_cast<size_t>(*seat)];
+      n.claimed = true;
+      n.host = join.host;
+    } else if (join.claims_seat && !config_.elastic) {
+      status = {StatusCode::kResourceExhausted,
+                "a node of host '" + join.host + "' was refused: " +
+                    (round_ == 0 && state_ == JobState::kRendezvous
+                         ? "the job's " + std::to_string(config_.num_nodes) + " nodes (--nnodes " +
+                               std::to_string(config_.num_nodes) + ") are all there already"
+                         : std::string("the job has started; a job without a node range (--nnodes MIN:MAX) "
+                                       "takes no node after its start"))};
     } else if (!config_.elastic) {
       status = {StatusCode::kFailedPrecondition,
                 who +

@@ -70,6 +70,9 @@ struct NodeJoin {
   // The node arrives at a running elastic job (distrun --join): its node_rank is unknown until the
   // coordinator admits it and gives it one; restart_round is the job's current one, whatever it says.
   bool arriving = false;
+  // Its node_rank is unknown until the coordinator gives it the first free one of the job's nodes (torchrun's
+  // c10d rendezvous: distrun --node-rank auto), or admits it as an arrival where all are there (elastic).
+  bool claims_seat = false;
   std::string machine;  // gethostname: per-task jobs group their distrun processes by it (host may differ)
   // Its distrun keeps a standby's copy of the job when it is the epoch's standby (JobEvent kStandby) and
   // acknowledges each update (CoordinationService::StandbyApplied). A node that does not is never waited for.

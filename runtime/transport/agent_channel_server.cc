@@ -446,14 +446,15 @@ class AgentChannelServer::Loop {
                               ", not node " + std::to_string(wire));
         return;
       }
-      if (wire < 0 && message.has_join() && message.join().arriving()) {
+      if (wire < 0 && message.has_join() && (message.join().arriving() || message.join().claims_seat())) {
         Status s = service_.Admit(FromProto(message.join()), &node);
         if (!s.ok()) {
           log_->warn("{}", s.message);
           Refuse(conn, s);
           return;
         }
-        log_->info("node {} ({}) arrived and was admitted", node, message.join().host());
+        log_->info("node {} ({}) {}", node, message.join().host(),
+                   message.join().claims_seat() ? "was given its node rank" : "arrived and was admitted");
       }
       uint64_t attached = 0;
       std::weak_ptr<Conn> weak = conn;

@@ -84,6 +84,7 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_proposed_jax_port(in.proposed_jax_port);
   out->set_leaving(in.leaving);
   out->set_arriving(in.arriving);
+  out->set_claims_seat(in.claims_seat);
   out->set_machine(in.machine);
   out->set_replicates(in.replicates);
   out->set_standby_address(in.standby_address);
@@ -102,6 +103,7 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.proposed_jax_port = in.proposed_jax_port();
   j.leaving = in.leaving();
   j.arriving = in.arriving();
+  j.claims_seat = in.claims_seat();
   j.machine = in.machine();
   j.replicates = in.replicates();
   j.standby_address = in.standby_address();
