@@ -11,7 +11,8 @@ _distrun_value_options="--config --cluster-detection-method --coordinator-addres
   --num-processes --process-id --num-nodes --node-rank --local-device-ids --nproc-per-node --launch-mode
   --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --scale-up
   --scale-up-notice --change-signal --join --standby-port --node-check --node-check-timeout --format --log-level --grace-period
-  --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --token-file
+  --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --local-ranks-filter
+  --redirects --tee --role --token-file
   --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
   --cpu-bind --torch-store --munge --munge-socket"
 _distrun_verbs="kv barrier progress stacks status check"
@@ -28,6 +29,8 @@ _distrun_values() {
         --format) words="text json yaml env" ;;
         --launch-mode) words="auto per-task per-node" ;;
         --nproc-per-node) words="auto gpu cpu" ;;
+        --node-rank) words="auto" ;;
+        --redirects | --tee) words="0 1 2 3" ;;
         --device-binding) words="auto none" ;;
         --tag-output) words="auto on off" ;;
         --cpu-bind) words="none gpu numa" ;;
