@@ -192,6 +192,13 @@ class Wheel(unittest.TestCase):
                                        f"lib {site}/distrun/libdistrun_client.so.0 python {venv}/bin/python "
                                        f"sentinel {venv}/bin/distrun-sentinel")
             self.assertEqual(len(lines), 2, r.stdout + r.stderr)
+            # `python -m distrun`, the venv neither active nor on PATH, torchrun's form: the script runs with
+            # the venv's Python, which imports the venv's distrun.
+            r = subprocess.run([os.path.join(venv, "bin", "python"), "-m", "distrun", "--nproc_per_node=2",
+                                "--tag-output=off", script], env=env, capture_output=True, text=True,
+                               timeout=120, stdin=subprocess.DEVNULL, cwd=d)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(sorted(r.stdout.splitlines()), lines)
             r = subprocess.run([os.path.join(venv, "bin", "pip"), "uninstall", "-y", "distrun"], env=env,
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
