@@ -5,6 +5,7 @@
 
 #include "detect/parse.h"
 #include "launcher/plan/cpu_binding.h"
+#include "launcher/process/shell_quote.h"
 
 namespace distrun {
 namespace {

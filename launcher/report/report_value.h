@@ -28,7 +28,5 @@ struct ReportValue {
 
 std::string ToJson(const ReportValue& v, int indent = 2);
 std::string ToYaml(const ReportValue& v);
-// "it's" → "'it'\''s'": safe inside a POSIX shell command line.
-std::string ShellQuote(const std::string& s);
 
 }  // namespace distrun

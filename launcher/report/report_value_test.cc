@@ -1,6 +1,8 @@
 #include "launcher/report/report_value.h"
 
 #include <gtest/gtest.h>
+
+#include "launcher/process/shell_quote.h"
 #include <yaml-cpp/yaml.h>
 
 #include <string>
