@@ -258,12 +258,15 @@ Child Child::Start(const SpawnSpec& spec, int dev_null) {
   for (size_t i = 1; i < spec.argv.size(); ++i) sh_argv.push_back(const_cast<char*>(spec.argv[i].c_str()));
   sh_argv.push_back(nullptr);
 
-  UniqueFd own_dev_null;
-  if (!spec.inherit_stdin && dev_null < 0) {
+  Child child;
+  UniqueFd own_dev_null, in_r;
+  if (spec.stdin_pipe) {
+    MakePipe(in_r, child.stdin_);
+    dev_null = in_r.get();
+  } else if (!spec.inherit_stdin && dev_null < 0) {
     own_dev_null = OpenDevNull();
     dev_null = own_dev_null.get();
   }
-  Child child;
   UniqueFd out_w, err_w;
   MakePipe(child.stdout_, out_w);
   MakePipe(child.stderr_, err_w);
@@ -271,7 +274,7 @@ Child Child::Start(const SpawnSpec& spec, int dev_null) {
   ChildReport report{};
   ChildPlan plan;
   plan.parent = ::getpid();
-  plan.stdin_fd = spec.inherit_stdin ? -1 : dev_null;
+  plan.stdin_fd = spec.inherit_stdin && !spec.stdin_pipe ? -1 : dev_null;
   plan.stdout_fd = out_w.get();
   plan.stderr_fd = err_w.get();
   plan.report = &report;
@@ -299,6 +302,7 @@ Child Child::Start(const SpawnSpec& spec, int dev_null) {
   if (plan.foreground) ::tcsetpgrp(STDIN_FILENO, pid);
   out_w.Reset();
   err_w.Reset();
+  in_r.Reset();
 
   if (report.stage != 0) {
     child.Wait();
@@ -320,6 +324,7 @@ Child Child::Start(const SpawnSpec& spec, int dev_null) {
   }
   // A pipe's read end has no other status flag to keep.
   for (const UniqueFd* fd : {&child.stdout_, &child.stderr_}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+  if (child.stdin_) ::fcntl(child.stdin_.get(), F_SETFL, O_NONBLOCK);
   return child;
 }
 
@@ -413,7 +418,8 @@ Child::Child(Child&& other) noexcept
       group_gone_(other.group_gone_),
       wait_status_(other.wait_status_),
       stdout_(std::move(other.stdout_)),
-      stderr_(std::move(other.stderr_)) {}
+      stderr_(std::move(other.stderr_)),
+      stdin_(std::move(other.stdin_)) {}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
@@ -424,6 +430,7 @@ Child& Child::operator=(Child&& other) noexcept {
     wait_status_ = other.wait_status_;
     stdout_ = std::move(other.stdout_);
     stderr_ = std::move(other.stderr_);
+    stdin_ = std::move(other.stdin_);
   }
   return *this;
 }

@@ -24,6 +24,7 @@ struct SpawnSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in the PATH of `env` unless it contains a '/'
   std::vector<std::string> env;   // the complete environment, "NAME=value"
   bool inherit_stdin = false;     // false: stdin is /dev/null
+  bool stdin_pipe = false;        // stdin is a pipe whose write end is Child::stdin_pipe()
   // Make the child's process group the foreground group of the terminal on stdin (distrun's stdin is
   // its controlling terminal and the child reads it); distrun must ignore SIGTTOU.
   bool foreground = false;
@@ -74,6 +75,8 @@ class Child {
   // The read ends of the child's stdout and stderr: non-blocking and close-on-exec.
   UniqueFd& stdout_pipe() { return stdout_; }
   UniqueFd& stderr_pipe() { return stderr_; }
+  // The write end of the child's stdin (SpawnSpec::stdin_pipe): non-blocking and close-on-exec.
+  UniqueFd& stdin_pipe() { return stdin_; }
 
   bool reaped() const { return reaped_; }
   int wait_status() const { return wait_status_; }
@@ -95,7 +98,7 @@ class Child {
   bool reaped_ = false;
   bool group_gone_ = false;  // reaped, and kill(-pid) said ESRCH
   int wait_status_ = 0;
-  UniqueFd stdout_, stderr_;
+  UniqueFd stdout_, stderr_, stdin_;
 };
 
 // One child of StartChildren: started, or the exception Child::Start threw (a SpawnError).
