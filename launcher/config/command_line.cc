@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  distrun [OPTIONS] -- COMMAND [ARGS...]      spawn workers for COMMAND and supervise them\n"
     "  distrun [OPTIONS] SCRIPT.py [ARGS...]       as torchrun: each worker runs python -u SCRIPT.py\n"
     "  distrun [OPTIONS] -m MODULE [ARGS...]       as torchrun -m: each worker runs python -u -m MODULE\n"
+    "  distrun -H HOST[:N],... [OPTIONS] -- CMD    start the job on these hosts over ssh, from here\n"
     "  distrun --detect [--format FORMAT]          print the detected topology and the per-worker plan\n"
     "  distrun --dry-run [OPTIONS] -- COMMAND      print the plan for COMMAND and exit\n"
     "  distrun kv VERB ARGS...                     the job's key-value store, from a worker (get, set...)\n"
@@ -103,6 +104,7 @@ struct Normalized {
 
 Normalized Normalize(int argc, const char* const* argv) {
   Normalized out;
+  std::optional<std::string> forwarded;  // every -x NAME[=VALUE], a line each
   int i = 1;
   auto value_of = [&](const std::string& written, std::optional<std::string> inline_value) {
     if (inline_value) return *inline_value;
@@ -129,7 +131,20 @@ Normalized Normalize(int argc, const char* const* argv) {
       name.resize(1);
       written = "-" + name;
     }
+    if (!long_form && name.size() > 1 && (name[0] == 'H' || name[0] == 'x') && !inline_value) {
+      inline_value = name.substr(1);  // -Ha,b and -xNAME, as mpirun takes them
+      name.resize(1);
+      written = "-" + name;
+    }
     std::replace(name.begin(), name.end(), '_', '-');
+    if (name == "H" || name == "host") {  // Open MPI's and Horovod's spellings
+      out.args.push_back("--hosts=" + value_of(written, inline_value));
+      continue;
+    }
+    if (name == "x" || name == "forward-env") {  // repeatable: one value of lines (options.cc)
+      forwarded = (forwarded ? *forwarded + "\n" : std::string()) + value_of(written, inline_value);
+      continue;
+    }
     if (!long_form && name != "m" && name != "r" && name != "t") {
       out.args.push_back(arg);  // -h, -v and the unknown: CLI11's
       continue;
@@ -151,6 +166,7 @@ Normalized Normalize(int argc, const char* const* argv) {
       out.args.emplace_back(argv[++i]);  // the value, as written
     }
   }
+  if (forwarded) out.args.push_back("--forward-env=" + *forwarded);
   if (i < argc) {
     out.args.emplace_back("--");
     if (out.command_after_dashes) ++i;

@@ -7,6 +7,7 @@
 #include "detect/devices.h"
 #include "detect/errors.h"
 #include "detect/parse.h"
+#include "launcher/config/host_list.h"
 #include "launcher/config/torchrun_dialect.h"
 #include "launcher/process/output.h"
 #include "launcher/process/signal_names.h"
@@ -48,6 +49,32 @@ ElasticRange ParseNodeRange(const std::string& where, const std::string& value) 
   r.max_nodes = sep == std::string::npos ? r.min_nodes : count(value.substr(sep + sep_len));
   if (r.max_nodes < r.min_nodes) Bad(where, value, expected);
   return r;
+}
+
+// ssh's extra options as one string: words split at blanks, '...' and "..." keep blanks (no expansion).
+std::vector<std::string> ShellWords(const std::string& where, const std::string& value) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : value) {
+    if (quote) {
+      if (c == quote) quote = 0; else word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote) Bad(where, value, std::string("close the quote ") + quote);
+  if (in_word) words.push_back(std::move(word));
+  return words;
 }
 
 std::vector<std::string> CommaList(const std::string& where, const std::string& value) {
@@ -274,6 +301,61 @@ const std::vector<OptionSpec> kTable = {
      [](Options& o, const std::string& where, const std::string& v) {
        o.node_check_timeout_s = ParseSeconds(where, v);
        if (o.node_check_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
+     }},
+    // A job started over ssh from this machine (launcher/remote/ssh_launch.h).
+    {"hosts", "HOST[:SLOTS],...",
+     "start the job on these hosts over ssh, SLOTS workers on each (without :SLOTS --nproc-per-node decides "
+     "there); user@host as ssh takes it; this machine's names need no ssh (short form -H)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) { o.hosts = ParseHostList(where, v); }},
+    {"hostfile", "FILE",
+     "as --hosts, from a file: `host slots=N` lines (Open MPI, DeepSpeed, Horovod), `host:N` (MPICH), a bare "
+     "host, user@host, # comments; a host on several lines gets the sum (PBS_NODEFILE's one line a process)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "name a file of hosts");
+       o.hosts = ReadHostfile(where, v);
+       o.hostfile = v;
+     }},
+    {"ssh-args", "ARGS",
+     "more options for every ssh, as one string (\"-p 2222 -i ~/.ssh/lab\"); ~/.ssh/config is read as ever",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) { o.ssh_args = ShellWords(where, v); }},
+    {"ssh-concurrency", "N",
+     "ssh connections being opened at once (each stays open for the job): sshd's MaxStartups drops "
+     "unauthenticated connections beyond 10 at random, which a jump host in ~/.ssh/config would see",
+     "10",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.ssh_concurrency = PositiveInt(where, v);
+     }},
+    {"ssh-connect-timeout", "SECONDS",
+     "a host whose ssh has not connected, logged in and started distrun within this long has failed the "
+     "check before the launch",
+     "10",
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.ssh_connect_timeout_s = ParseSeconds(where, v);
+       if (o.ssh_connect_timeout_s < 1) Bad(where, v, "use at least 1 second");
+     }},
+    {"remote-distrun", "PATH",
+     "the distrun each host runs (default: this distrun's absolute path, the same on every host)", nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "name distrun's path on the hosts");
+       o.remote_distrun = v;
+     }},
+    {"forward-env", "NAME[=VALUE]|PREFIX*",
+     "a variable every host's workers get besides the default set (this machine's value, or VALUE); "
+     "repeatable as -x NAME (mpirun's), comma-separated in the variable and config key",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       // Flags (-x, --forward-env) arrive as one value of lines (command_line.cc), so that a VALUE may hold
+       // commas; the variable and the config key are comma-separated lists.
+       const bool flags = where.starts_with("--");
+       for (const std::string& item : Split(v, flags ? '\n' : ',')) {
+         const std::string name = item.substr(0, item.find('='));
+         if (name.empty() || name == "*" || name.find_first_of(" \t") != std::string::npos)
+           Bad(where, item, "use NAME, NAME=VALUE or PREFIX*");
+         o.forward_env.push_back(item);
+       }
      }},
     {"format", "text|json|yaml|env", "output format of --detect and --dry-run", "text",
      [](Options& o, const std::string& where, const std::string& v) {
@@ -564,6 +646,9 @@ Options ResolveOptions(const RawValues& flags,
                        std::to_string(*options.topology.num_nodes) + " disagree; give one of them");
     }
     options.topology.num_nodes = options.nnodes;
+  }
+  if (options.effective.contains("hosts") && options.effective.contains("hostfile")) {
+    throw UsageError("--hosts and --hostfile both name the job's hosts; give one of them");
   }
   if (options.join) {
     if (!options.elastic) {
