@@ -27,6 +27,8 @@
 #include "launcher/plan/worker_command.h"
 #include "launcher/process/output.h"
 #include "launcher/process/prompt_thread.h"
+#include "launcher/remote/remote_node.h"
+#include "launcher/remote/ssh_launch.h"
 #include "launcher/report/detect_report.h"
 #include "launcher/supervise/sentinel.h"
 #include "launcher/supervise/supervisor.h"
@@ -79,7 +81,23 @@ void SettleBeforeProbe(Environment& env, std::function<void()> settle) {
   };
 }
 
+int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel);
+
 int Run(int argc, const char* const* argv) {
+  // A host's side of a job started over ssh (launcher/remote/): its check and start message, then an
+  // ordinary distrun of the job that listens to the launcher on stdin.
+  if (argc > 1 && std::string_view(argv[1]) == kRemoteNodeFlag) return RunRemoteNode(Environment::FromProcess());
+  UniqueFd launcher_channel;
+  if (argc > 1 && std::string_view(argv[1]) == kLauncherChannelFlag) {
+    launcher_channel = LauncherWatch::TakeChannel();
+    std::vector<const char*> rest(argv, argv + argc);
+    rest.erase(rest.begin() + 1);
+    return RunLaunch(static_cast<int>(rest.size()), rest.data(), std::move(launcher_channel));
+  }
+  return RunLaunch(argc, argv, UniqueFd());
+}
+
+int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel) {
   // A verb (kv, status, check, ...) lives in the runtime module, as the runtime does; options and
   // --detect do not load it.
   std::optional<RuntimeModule> module;
@@ -110,6 +128,11 @@ int Run(int argc, const char* const* argv) {
   options.command = !cl.command.empty()
                         ? WorkerCommand(cl.command, cl.command_after_dashes, options.script_form, env)
                         : WorkerCommand(config.command, true, options.script_form, env);
+  // A job over ssh is started from here; a host's distrun of it is one node, whatever a config file says.
+  if (launcher_channel) options.hosts.clear();
+  if (!options.hosts.empty() && (cl.action == Action::kLaunch || cl.action == Action::kDryRun)) {
+    return RunSshLaunch(options, cl.action == Action::kDryRun, env, MakeLogger(options.log_level));
+  }
 
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.
   if (cl.action == Action::kLaunch) BlockSupervisedSignals(options);
@@ -180,6 +203,9 @@ int Run(int argc, const char* const* argv) {
   }
   CheckMpiProgram(plan, options.command, env);
   std::shared_ptr<spdlog::logger> log = MakeLogger(options.log_level);
+  // Started over ssh: the launcher's words (and its silence) reach the supervisor as signals.
+  std::optional<LauncherWatch> launcher_watch;
+  if (launcher_channel) launcher_watch.emplace(std::move(launcher_channel), options.heartbeat_timeout_s, log);
   for (const auto& w : plan.warnings) log->warn("{}", w);
   if (made_log_dir) log->info("the workers' log files (--redirects, --tee) are in {}", *options.log_dir);
   // Every distrun is an agent of the job's runtime; node 0's also hosts its service. A single-host job's
