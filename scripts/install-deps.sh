@@ -8,7 +8,8 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format dpkg-dev file)
 test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   python3 python3-yaml python3-mpi4py python3-torch python3-venv python3-pip python3-wheel
-  iproute2 nftables procps util-linux groff man-db gdb debootstrap)
+  iproute2 nftables procps util-linux groff man-db gdb debootstrap
+  openssh-client openssh-server pdsh)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do
@@ -17,10 +18,43 @@ done
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # Debian starts a package's services on install (munged, slurmd, and sshd on port 22 of this machine);
+  # the test labs run their own, in their own network namespaces. A policy-rc.d that denies every start
+  # while apt runs, unless the machine has one already (Docker's images do), removed afterwards.
+  made_policy=
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    made_policy=yes
+    printf '#!/bin/sh\n# Made by distrun scripts/install-deps.sh for one apt-get install; removed after it.\nexit 101\n' \
+      >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  # Nor at boot: the system's sshd stays off where this script installs it (Debian's init script and
+  # ssh.service both honour this file; delete it to run a system sshd). A machine that had openssh-server
+  # before keeps its sshd as it was.
+  if [[ " ${missing[*]} " == *" openssh-server "* && ! -e /etc/ssh/sshd_not_to_be_run ]]; then
+    mkdir -p /etc/ssh
+    echo "distrun scripts/install-deps.sh: the ssh test lab runs its own sshd (tests/ssh/lab.sh)" \
+      >/etc/ssh/sshd_not_to_be_run
+    echo "install-deps: the system sshd stays off (/etc/ssh/sshd_not_to_be_run)"
+  fi
+  sshd_pid_file_before=
+  if [[ -e /run/sshd.pid ]]; then sshd_pid_file_before=yes; fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [[ -n $made_policy ]]; then
+    rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
+  fi
+  # Should an sshd have started all the same (its PID file appeared during the install), it is stopped.
+  if [[ -z $sshd_pid_file_before && -s /run/sshd.pid ]]; then
+    pid=$(cat /run/sshd.pid)
+    if [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == /usr/sbin/sshd ]]; then
+      echo "install-deps: stopping the system sshd the install started (PID $pid)"
+      kill "$pid"
+    fi
+  fi
 fi
-# Debian starts munge and slurm services on install where an init system runs; the test lab runs its own.
 echo "install-deps: all packages present"
 
 # The Python wheel's client library (cmake/client_library.cmake) links Debian's static gRPC, protobuf and

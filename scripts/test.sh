@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # From a fresh machine: install dependencies, then build and run the whole test suite: the release build,
-# the cluster tests on a Slurm lab of virtual hosts, the same tests under AddressSanitizer +
-# UndefinedBehaviorSanitizer, and a bounded fuzzing run.
+# the cluster tests on a Slurm lab of virtual hosts, the ssh tests on a lab of hosts reached over ssh, the
+# same unit and integration tests under AddressSanitizer + UndefinedBehaviorSanitizer, and a bounded
+# fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -24,6 +25,10 @@ timeout 300 build/release/bench/distrun-bench guard --distrun build/release/dist
 echo "== cluster tests (a Slurm lab of virtual hosts, Open MPI, MPICH) =="
 # Brings the lab up, runs tests/cluster/*_test.py against build/release/distrun, and always takes it down.
 tests/cluster/run_tests.sh build/release
+
+echo "== ssh tests (hosts reachable only over ssh, no scheduler: distrun -H) =="
+# Brings the ssh lab up, runs tests/ssh/*_test.py against build/release/distrun, and always takes it down.
+tests/ssh/run_tests.sh build/release
 
 echo "== ASan+UBSan build and tests =="
 unset DISTRUN_WHEEL
