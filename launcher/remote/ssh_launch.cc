@@ -154,7 +154,9 @@ int SshLaunch::Run() {
 bool SshLaunch::Check() {
   std::vector<std::string> vars;
   for (const auto& [k, v] : env_.vars) vars.push_back(k + "=" + v);
-  const auto timeout = Ms(options_.ssh_connect_timeout_s);
+  // ssh's own ConnectTimeout says "timed out" first, where the connection is what hangs; this one catches a
+  // login or a distrun that hangs after it.
+  const auto timeout = Ms(options_.ssh_connect_timeout_s + 0.5);
   size_t next = 0;
   for (;;) {
     size_t connecting = 0;
@@ -232,8 +234,10 @@ bool SshLaunch::Check() {
   if (signals_received_ > 0) {
     log_->error("interrupted during the check of the hosts; nothing was started");
   } else {
+    std::string text = FormatCheckTable(table);
+    text.pop_back();  // the logger ends the line
     log_->error("{} of {} hosts failed the check before the launch; nothing was started:\n{}", failed,
-                sessions_.size(), FormatCheckTable(table));
+                sessions_.size(), text);
   }
   return false;  // each Child's destructor kills what is left of its process group
 }
