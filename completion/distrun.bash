@@ -14,7 +14,8 @@ _distrun_value_options="--config --cluster-detection-method --coordinator-addres
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --local-ranks-filter
   --redirects --tee --role --token-file
   --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
-  --cpu-bind --torch-store --munge --munge-socket"
+  --cpu-bind --torch-store --munge --munge-socket
+  --hosts -H --hostfile --ssh-args --ssh-concurrency --ssh-connect-timeout --remote-distrun --forward-env -x"
 _distrun_verbs="kv barrier progress stacks status check"
 _distrun_kv_verbs="set get try-get wait add cas del ls"
 # distrun check [DISTRUN-OPTIONS] [-- CHECK-OPTIONS]: the options of its NCCL worker, after --.
@@ -44,7 +45,20 @@ _distrun_values() {
         --stall-warning) words="off" ;;
         --export) list="torch jax keras distrun" ;;
         --forward-signals) list="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
-        --config | --token-file | --munge-socket)
+        --hosts | -H)
+            # Hosts from ~/.ssh/config and known_hosts, as bash-completion's own _known_hosts_real offers them.
+            if declare -F _known_hosts_real >/dev/null; then
+                local last=${cur##*,} done_part=""
+                [[ $cur == *,* ]] && done_part=${cur%,*},
+                _known_hosts_real -- "$last"
+                COMPREPLY=("${COMPREPLY[@]/#/$done_part}")
+                compopt -o nospace 2>/dev/null
+            fi
+            return ;;
+        --forward-env | -x)
+            mapfile -t COMPREPLY < <(compgen -e -- "$cur")
+            return ;;
+        --config | --token-file | --munge-socket | --hostfile | --remote-distrun)
             compopt -o filenames 2>/dev/null
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             return ;;

@@ -86,7 +86,7 @@ int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel);
 int Run(int argc, const char* const* argv) {
   // A host's side of a job started over ssh (launcher/remote/): its check and start message, then an
   // ordinary distrun of the job that listens to the launcher on stdin.
-  if (argc > 1 && std::string_view(argv[1]) == kRemoteNodeFlag) return RunRemoteNode(Environment::FromProcess());
+  if (argc > 1 && std::string_view(argv[1]) == kRemoteNodeFlag) return RunRemoteNode(Environment::FromProcess(), Version());
   UniqueFd launcher_channel;
   if (argc > 1 && std::string_view(argv[1]) == kLauncherChannelFlag) {
     launcher_channel = LauncherWatch::TakeChannel();
@@ -131,7 +131,7 @@ int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel) {
   // A job over ssh is started from here; a host's distrun of it is one node, whatever a config file says.
   if (launcher_channel) options.hosts.clear();
   if (!options.hosts.empty() && (cl.action == Action::kLaunch || cl.action == Action::kDryRun)) {
-    return RunSshLaunch(options, cl.action == Action::kDryRun, env, MakeLogger(options.log_level));
+    return RunSshLaunch(options, cl.action == Action::kDryRun, env, Version(), MakeLogger(options.log_level));
   }
 
   // Before detection, which may start the CUDA driver's or MPI's threads: they must inherit the mask.

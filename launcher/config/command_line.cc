@@ -64,6 +64,14 @@ std::vector<bool> NamedRows(const std::vector<std::string>& args) {
   return named;
 }
 
+// The table's options that have a short name too (mpirun's): "-H," for "hosts". Normalize turns the short
+// forms into the long ones; CLI11 knows them for --help.
+std::string ShortName(std::string_view name) {
+  if (name == "hosts") return "-H,";
+  if (name == "forward-env") return "-x,";
+  return "";
+}
+
 // distrun's own flags besides the table's, and whether each takes a value.
 constexpr std::pair<const char*, bool> kActionFlags[] = {{"detect", false},  {"dry-run", false},
                                                          {"version", false}, {"verbose", false},
@@ -203,7 +211,7 @@ struct Parser {
       std::string description =
           std::string(spec.help) + " [env " + EnvNameFor(spec.name) + ", key " + ConfigKeyFor(spec.name) +
           (spec.default_value ? std::string(", default ") + spec.default_value : "") + "]";
-      opts[i] = app.add_option(std::string("--") + spec.name, values[i], description)
+      opts[i] = app.add_option(ShortName(spec.name) + "--" + spec.name, values[i], description)
                     ->type_name(spec.value_name)
                     ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     }

@@ -305,7 +305,7 @@ const std::vector<OptionSpec> kTable = {
     // A job started over ssh from this machine (launcher/remote/ssh_launch.h).
     {"hosts", "HOST[:SLOTS],...",
      "start the job on these hosts over ssh, SLOTS workers on each (without :SLOTS --nproc-per-node decides "
-     "there); user@host as ssh takes it; this machine's names need no ssh (short form -H)",
+     "there); user@host as ssh takes it; this machine's names need no ssh",
      nullptr,
      [](Options& o, const std::string& where, const std::string& v) { o.hosts = ParseHostList(where, v); }},
     {"hostfile", "FILE",
@@ -342,8 +342,9 @@ const std::vector<OptionSpec> kTable = {
        if (v.empty()) Bad(where, v, "name distrun's path on the hosts");
        o.remote_distrun = v;
      }},
-    {"forward-env", "NAME[=VALUE]|PREFIX*",
-     "a variable every host's workers get besides the default set (this machine's value, or VALUE); "
+    {"forward-env", "NAME[=VALUE]",
+     "a variable every host's workers get besides the default set (this machine's value, or VALUE; PREFIX* "
+     "for every variable set here that starts with PREFIX); "
      "repeatable as -x NAME (mpirun's), comma-separated in the variable and config key",
      nullptr,
      [](Options& o, const std::string& where, const std::string& v) {

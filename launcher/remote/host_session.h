@@ -60,6 +60,8 @@ class HostSession {
   // Its exit, once reaped: the code (or 128+signal, -1 when unknown) and whether the launcher had it killed.
   void Ended(int wait_status);
   int exit_code() const { return exit_code_; }
+  // Its distrun exited by itself: not killed, and not ssh's own 255 (the connection or the host lost).
+  bool EndedNormally() const { return child_.reaped() && !killed_ && exit_code_ >= 0 && exit_code_ != 255; }
   bool killed_by_signal() const { return killed_; }
 
  private:

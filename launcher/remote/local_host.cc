@@ -26,10 +26,12 @@ bool SameAddress(const sockaddr* a, const sockaddr* b) {
 
 }  // namespace
 
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "localhost.localdomain" || host == "::1" || host.starts_with("127.");
+}
+
 bool IsThisMachine(const std::string& host, const std::string& hostname) {
-  if (host == "localhost" || host == "localhost.localdomain" || host == "::1" || host.starts_with("127.")) {
-    return true;
-  }
+  if (IsLoopback(host)) return true;
   const std::string short_name = hostname.substr(0, hostname.find('.'));
   if (!hostname.empty() && (host == hostname || host == short_name)) return true;
   addrinfo hints{};

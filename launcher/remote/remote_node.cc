@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "launcher/remote/channel.h"
-#include "launcher/version.h"
 
 extern char** environ;
 
@@ -95,7 +94,7 @@ constexpr int kStartWaitMs = 10 * 60 * 1000;  // the launcher waits for the slow
 
 }  // namespace
 
-int RunRemoteNode(const Environment& env) {
+int RunRemoteNode(const Environment& env, const std::string& version) {
   ::signal(SIGPIPE, SIG_IGN);
   LineReader in(STDIN_FILENO);
   std::optional<std::string> first = in.Next(kStartWaitMs);
@@ -107,7 +106,7 @@ int RunRemoteNode(const Environment& env) {
   }
   const std::string cwd = cwd_line->value;
   Hello hello;
-  hello.version = Version();
+  hello.version = version;
   hello.host = env.hostname;
   hello.free_port = FreePort();
   hello.cwd_problem = CwdProblem(cwd);

@@ -29,7 +29,6 @@
 #include "launcher/remote/remote_command.h"
 #include "launcher/remote/remote_node.h"
 #include "launcher/remote/ssh_failure.h"
-#include "launcher/version.h"
 
 namespace distrun {
 namespace {
@@ -74,8 +73,9 @@ std::string JobToken(const Options& options, const Environment& env) {
 
 class SshLaunch {
  public:
-  SshLaunch(const Options& options, bool dry_run, const Environment& env, std::shared_ptr<spdlog::logger> log)
-      : options_(options), dry_run_(dry_run), env_(env), log_(std::move(log)) {}
+  SshLaunch(const Options& options, bool dry_run, const Environment& env, std::string version,
+            std::shared_ptr<spdlog::logger> log)
+      : options_(options), dry_run_(dry_run), env_(env), version_(std::move(version)), log_(std::move(log)) {}
 
   int Run();
 
@@ -96,6 +96,7 @@ class SshLaunch {
   const Options& options_;
   bool dry_run_;
   const Environment& env_;
+  std::string version_;
   std::shared_ptr<spdlog::logger> log_;
   std::string remote_distrun_;
   std::string cwd_;
@@ -195,8 +196,8 @@ bool SshLaunch::Check() {
       }
       if (s.state() != State::kChecked || !s.hello()) continue;
       const Hello& h = *s.hello();
-      if (h.protocol != kChannelProtocol || h.version != Version()) {
-        s.Fail("distrun " + h.version + " at " + remote_distrun_ + " there, and this is " + Version() +
+      if (h.protocol != kChannelProtocol || h.version != version_) {
+        s.Fail("distrun " + h.version + " at " + remote_distrun_ + " there, and this is " + version_ +
                ": install the same version on every host (or give --remote-distrun)");
       } else if (!h.cwd_problem.empty()) {
         s.Fail("the working directory " + cwd_ + " is not there (" + h.cwd_problem +
@@ -248,7 +249,8 @@ void SshLaunch::Start() {
   const std::string run_id = options_.run_id.value_or(RandomHex(12));
   NodeZero zero;
   const HostSession& first = sessions_.front();
-  zero.host = first.local() && IsThisMachine(first.entry().host, "") ? env_.hostname : first.entry().host;
+  // The other hosts cannot reach this machine as "localhost": they get its host name.
+  zero.host = IsLoopback(first.entry().host) ? env_.hostname : first.entry().host;
   zero.port = first.hello()->free_port;
   if (options_.topology.coordinator_address) {
     HostPort hp = ParseHostPort("--coordinator-address", *options_.topology.coordinator_address);
@@ -292,7 +294,8 @@ int SshLaunch::Supervise() {
       next_alive = now + Ms(kChannelAliveIntervalS);
     }
     HostSession& zero = sessions_.front();
-    if (!give_up && zero.child().reaped() && zero.exit_code() != 255) {
+    // Node 0's distrun ended the job (a lost node 0 is not the job's end: an elastic job's standby goes on).
+    if (!give_up && zero.EndedNormally()) {
       give_up = now + Ms(options_.grace_period_s + options_.heartbeat_timeout_s + 2);
     }
     if (give_up && now >= *give_up) {
@@ -320,15 +323,17 @@ int SshLaunch::Supervise() {
 
 int SshLaunch::ExitCode() const {
   if (first_signal_ != 0) return 128 + first_signal_;
+  // Node 0's distrun's code is the job's; where node 0 was lost, that of the hosts that ended by themselves
+  // (an elastic job's survivors: its standby's 0, or the code the job ended with).
   const HostSession& zero = sessions_.front();
-  if (zero.exit_code() >= 0 && zero.exit_code() != 255) return zero.exit_code();
+  if (zero.EndedNormally()) return zero.exit_code();
+  bool any = false;
   for (const HostSession& s : sessions_) {
-    if (s.exit_code() > 0 && s.exit_code() != 255) return s.exit_code();
+    if (!s.EndedNormally()) continue;
+    if (s.exit_code() != 0) return s.exit_code();
+    any = true;
   }
-  for (const HostSession& s : sessions_) {
-    if (s.exit_code() != 0) return 1;
-  }
-  return 0;
+  return any ? 0 : 1;
 }
 
 void SshLaunch::SendAll(const std::string& text) {
@@ -440,9 +445,9 @@ void SshLaunch::Reap() {
 
 }  // namespace
 
-int RunSshLaunch(const Options& options, bool dry_run, const Environment& env,
+int RunSshLaunch(const Options& options, bool dry_run, const Environment& env, const std::string& version,
                  std::shared_ptr<spdlog::logger> log) {
-  SshLaunch launch(options, dry_run, env, std::move(log));
+  SshLaunch launch(options, dry_run, env, version, std::move(log));
   return launch.Run();
 }
 

@@ -7,6 +7,7 @@
 #include <spdlog/logger.h>
 
 #include <memory>
+#include <string>
 
 #include "detect/environment.h"
 #include "launcher/config/options.h"
@@ -15,7 +16,8 @@ namespace distrun {
 
 // Runs the job (or, with `dry_run`, prints each host's ssh command and plan) and returns distrun's exit
 // code: the job's (node 0's distrun's), 2 when a host failed the check (a table says which and why).
-int RunSshLaunch(const Options& options, bool dry_run, const Environment& env,
+// `version`: this distrun's, which every host's must be.
+int RunSshLaunch(const Options& options, bool dry_run, const Environment& env, const std::string& version,
                  std::shared_ptr<spdlog::logger> log);
 
 }  // namespace distrun

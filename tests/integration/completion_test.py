@@ -38,14 +38,14 @@ def help_entries():
     entries = {}
     lines = help_text().splitlines()
     for i, line in enumerate(lines):
-        m = re.match(r"^\s+(?:-[a-z],)?(--[a-z][a-z-]*)(?: (\S+))?\s*(.*)$", line)
+        m = re.match(r"^\s+(?:-[a-zA-Z],)?(--[a-z][a-z-]*)(?: (\S+))?\s*(.*)$", line)
         if not m:
             continue
         description = m.group(3)
         if not description and i + 1 < len(lines):
             description = lines[i + 1].strip()
         entries[m.group(1)] = (m.group(2), description)
-        short = re.match(r"^\s+(-[a-z]),", line)
+        short = re.match(r"^\s+(-[a-zA-Z]),", line)
         if short:
             entries[short.group(1)] = (None, description)
     return entries
@@ -79,7 +79,7 @@ class Completion(unittest.TestCase):
         offered = set(complete("distrun", "-"))
         offered.discard("--")
         self.assertEqual(offered, set(self.entries))
-        self.assertEqual(set(complete("distrun", "--for")), {"--format", "--forward-signals"})
+        self.assertEqual(set(complete("distrun", "--for")), {"--format", "--forward-signals", "--forward-env"})
 
     def test_choices_listed_in_help_are_completed(self):
         # A value name such as text|json|yaml|env lists the choices; placeholders (N) are in capitals.

@@ -21,7 +21,7 @@ def help_text():
 
 
 def help_options():
-    return set(re.findall(r"^\s+(?:-h,)?(--[a-z][a-z-]*)", help_text(), re.M))
+    return set(re.findall(r"^\s+(?:-[hHx],)?(--[a-z][a-z-]*)", help_text(), re.M))
 
 
 def man_source_sections():

