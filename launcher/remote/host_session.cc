@@ -14,7 +14,7 @@ void HostSession::Start(const SpawnSpec& spec, const std::string& cwd) {
     child_ = Child::Start(spec);
   } catch (const SpawnError& e) {
     out_open_ = err_open_ = false;
-    Fail(std::string("cannot start ssh: ") + e.what());
+    Fail(std::string(local_ ? "cannot start distrun: " : "cannot start ssh: ") + e.what());
     return;
   }
   Send(FormatChannelLine("cwd", cwd));

@@ -1,6 +1,7 @@
 #include "launcher/remote/ssh_launch.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -102,6 +104,7 @@ class SshLaunch {
   std::string cwd_;
   std::vector<HostSession> sessions_;
   std::vector<std::string> dry_run_output_;
+  std::optional<rlimit> children_limit_;  // this process's own, when it raised it
   UniqueFd signals_;
   int signals_received_ = 0;
   int first_signal_ = 0;
@@ -147,6 +150,15 @@ int SshLaunch::Run() {
   signals_.Reset(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   ::signal(SIGPIPE, SIG_IGN);
 
+  // Three pipes a host: a soft limit of 1,024 descriptors would refuse the 340th. The children get the
+  // original limit back.
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) children_limit_ = limit;
+  }
+
   if (!Check()) return 2;
   Start();
   return Supervise();
@@ -169,6 +181,7 @@ bool SshLaunch::Check() {
                             : SshCommand(options_, s.entry(), remote_distrun_);
       spec.env = vars;
       spec.stdin_pipe = true;
+      spec.descriptor_limit = children_limit_;
       s.Start(spec, cwd_);
       connecting += s.state() == State::kConnecting;
     }
@@ -225,7 +238,9 @@ bool SshLaunch::Check() {
     s.CloseInput();
     if (s.state() != State::kChecked) s.child().SignalGroup(SIGTERM);
   }
-  const auto give_up = Clock::now() + std::chrono::milliseconds(900);
+  // A short wait for them to go by themselves, so that the deadline plus this stays under a second past
+  // --ssh-connect-timeout; each Child's destructor kills what is left of its process group.
+  const auto give_up = Clock::now() + std::chrono::milliseconds(400);
   while (Clock::now() < give_up &&
          !std::all_of(sessions_.begin(), sessions_.end(), [&](HostSession& s) { return Finished(s); })) {
     Pump(std::chrono::milliseconds(50));

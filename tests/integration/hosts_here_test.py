@@ -10,6 +10,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+from distrun_harness import DISTRUN  # noqa: E402
 from launch_helpers import LaunchCase, describe, processes_with, wait_for  # noqa: E402
 
 HOSTS = "localhost:2,127.0.0.1:1"  # two nodes of this machine: node 0 with 2 workers, node 1 with 1
@@ -92,6 +93,18 @@ class HostsHere(LaunchCase):
         self.assertIn("--node-rank=1", out)
         self.assertIn("DISTRUN_NODE_RANK=1", out)  # the host's own plan, as it made it
         self.assertNotIn("not-shown", out)
+
+    def test_more_hosts_than_the_soft_descriptor_limit_allows(self):
+        # Three pipes a host: 30 hosts need over 90 descriptors, past a soft limit of 64, which the launcher
+        # raises (to the hard limit) for itself.
+        hosts = ",".join(f"127.0.0.{i}" for i in range(2, 32))
+        p = subprocess.Popen(["sh", "-c", 'ulimit -Sn 64 && exec "$@"', "sh", DISTRUN, "-H", hosts, "--",
+                              "sh", "-c", 'echo "R $RANK"'], env={"PATH": "/usr/bin:/bin", **self.env()},
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(len([line for line in out.splitlines() if " R " in line]), 30, out)
 
     def test_bad_input_is_one_line_and_exit_code_2(self):
         with open(self.path("hosts"), "w") as f:
