@@ -52,7 +52,7 @@ class SshLaunch(DistrunSshCase):
         return p
 
     def test_one_command_starts_every_host_with_its_slots_and_the_job_works_across_them(self):
-        args = self.distrun("-x", "FROM_X=a,b", "--", "sh", "-c",
+        args = self.distrun("-x", "FROM_X=a,b", "--log-dir", self.path("logs"), "--", "sh", "-c",
                             WORLD + '; "$DISTRUN_PROGRAM" kv set "k$RANK" "$(hostname)"; '
                             '"$DISTRUN_PROGRAM" barrier all; "$DISTRUN_PROGRAM" kv get k3; '
                             '[ "$RANK" != 3 ] || "$DISTRUN_PROGRAM" status',
@@ -69,6 +69,8 @@ class SshLaunch(DistrunSshCase):
         self.assertEqual(len(tagged), 2, r.stdout)  # its world line, and k3's value
         self.assertEqual(r.stdout.count(f"] {HOSTS[2]}\n"), 4, r.stdout)  # every rank read k3 from host3
         self.assertIn(f"[{HOSTS[2]}:3]   node 0 ({HOSTS[0]}): 2 workers\n", r.stdout)  # distrun status
+        with open(self.path("logs", "rank-2.out")) as f:  # written by host2's distrun
+            self.assertIn(f"R 2/4 node 1 local 0 host {HOSTS[1]}", f.read())
         self.assert_nothing_left()
 
     def test_torch_gloo_all_reduce_across_the_hosts(self):
@@ -86,6 +88,13 @@ class SshLaunch(DistrunSshCase):
         self.assertEqual(r.returncode, 9, r.stderr)
         self.assertRegex(r.stderr, rf"rank 1 .*{HOSTS[1]}")
         self.assertIn(f"distrun[{HOSTS[1]}]", r.stderr)
+        self.assert_nothing_left()
+
+    def test_the_hang_watch_judges_the_whole_job(self):
+        script = '"$DISTRUN_PROGRAM" progress 1; [ "$RANK" = 2 ] && exec sleep 60; "$DISTRUN_PROGRAM" progress 2; sleep 60'
+        r = self.login(self.distrun("--hang-timeout", "1", "--", "sh", "-c", script), timeout=90)
+        self.assertEqual(r.returncode, 125, r.stderr)
+        self.assertRegex(r.stderr, r"hung: no progress")
         self.assert_nothing_left()
 
     def test_ctrl_c_stops_every_host_and_a_second_kills_at_once(self):
