@@ -86,7 +86,9 @@ int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel);
 int Run(int argc, const char* const* argv) {
   // A host's side of a job started over ssh (launcher/remote/): its check and start message, then an
   // ordinary distrun of the job that listens to the launcher on stdin.
-  if (argc > 1 && std::string_view(argv[1]) == kRemoteNodeFlag) return RunRemoteNode(Environment::FromProcess(), Version());
+  if (argc > 1 && std::string_view(argv[1]) == kRemoteNodeFlag) {
+    return RunRemoteNode(Environment::FromProcess(), Version());
+  }
   UniqueFd launcher_channel;
   if (argc > 1 && std::string_view(argv[1]) == kLauncherChannelFlag) {
     launcher_channel = LauncherWatch::TakeChannel();

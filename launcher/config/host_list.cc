@@ -30,7 +30,8 @@ int Slots(const std::string& where, std::string_view item, std::string_view text
 bool ValidHostName(std::string_view host) {
   if (host.empty() || host.size() > 253 || host.front() == '-') return false;
   for (char c : host) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':';
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':';
     if (!ok) return false;
   }
   return true;

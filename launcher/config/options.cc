@@ -59,7 +59,11 @@ std::vector<std::string> ShellWords(const std::string& where, const std::string&
   char quote = 0;
   for (char c : value) {
     if (quote) {
-      if (c == quote) quote = 0; else word += c;
+      if (c == quote) {
+        quote = 0;
+      } else {
+        word += c;
+      }
     } else if (c == '\'' || c == '"') {
       quote = c;
       in_word = true;

@@ -102,12 +102,12 @@ struct Options {
 
   // A job started over ssh from this machine (launcher/remote/ssh_launch.h): empty hosts, none.
   std::vector<HostEntry> hosts;
-  std::optional<std::string> hostfile;      // where they came from, when a file
-  std::vector<std::string> ssh_args;        // more options for every ssh
-  int ssh_concurrency = 10;                 // connections being opened at once
-  double ssh_connect_timeout_s = 10;        // connect, log in and start distrun within this
+  std::optional<std::string> hostfile;        // where they came from, when a file
+  std::vector<std::string> ssh_args;          // more options for every ssh
+  int ssh_concurrency = 10;                   // connections being opened at once
+  double ssh_connect_timeout_s = 10;          // connect, log in and start distrun within this
   std::optional<std::string> remote_distrun;  // distrun's path on the hosts; unset: this one's
-  std::vector<std::string> forward_env;     // -x: NAME, NAME=VALUE or PREFIX*
+  std::vector<std::string> forward_env;       // -x: NAME, NAME=VALUE or PREFIX*
 };
 
 // One row of the option table.

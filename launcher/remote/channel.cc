@@ -66,8 +66,8 @@ std::optional<std::string> UnescapeField(std::string_view field) {
 
 std::string FormatHello(const Hello& hello) {
   return "distrun-remote " + std::to_string(hello.protocol) + " " + EscapeField(hello.version) + " " +
-         EscapeField(hello.host) + " " + std::to_string(hello.free_port) + " " + EscapeField(hello.cwd_problem) +
-         "\n";
+         EscapeField(hello.host) + " " + std::to_string(hello.free_port) + " " +
+         EscapeField(hello.cwd_problem) + "\n";
 }
 
 std::optional<Hello> ParseHello(std::string_view line) {
@@ -81,7 +81,8 @@ std::optional<Hello> ParseHello(std::string_view line) {
   };
   std::optional<std::string> version = UnescapeField(w[2]), host = UnescapeField(w[3]),
                              cwd = UnescapeField(w[5]);
-  if (!number(w[1], h.protocol) || !number(w[4], h.free_port) || !version || !host || !cwd) return std::nullopt;
+  if (!number(w[1], h.protocol) || !number(w[4], h.free_port) || !version || !host || !cwd)
+    return std::nullopt;
   h.version = *version;
   h.host = *host;
   h.cwd_problem = *cwd;

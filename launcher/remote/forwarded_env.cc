@@ -8,12 +8,13 @@ namespace distrun {
 namespace {
 
 constexpr std::string_view kNames[] = {
-    "PATH",      "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_EXE",
-    "CONDA_PYTHON_EXE", "CONDA_SHLVL", "LANG", "LC_ALL", "LC_CTYPE", "PYTHON_EXEC"};
+    "PATH",      "LD_LIBRARY_PATH",  "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+    "CONDA_EXE", "CONDA_PYTHON_EXE", "CONDA_SHLVL", "LANG",         "LC_ALL",
+    "LC_CTYPE",  "PYTHON_EXEC"};
 constexpr std::string_view kFamilies[] = {
-    "CUDA_",   "NCCL_", "NVIDIA_", "CUBLAS_", "CUDNN_", "OMP_",     "MKL_", "OPENBLAS_", "TORCH_", "PYTORCH_",
-    "TORCHINDUCTOR_", "JAX_", "XLA_", "TF_", "KERAS_", "HF_", "TRANSFORMERS_", "PYTHON", "UCX_", "FI_",
-    "GLOO_"};
+    "CUDA_",     "NCCL_",  "NVIDIA_",       "CUBLAS_",        "CUDNN_", "OMP_", "MKL_",
+    "OPENBLAS_", "TORCH_", "PYTORCH_",      "TORCHINDUCTOR_", "JAX_",   "XLA_", "TF_",
+    "KERAS_",    "HF_",    "TRANSFORMERS_", "PYTHON",         "UCX_",   "FI_",  "GLOO_"};
 constexpr std::string_view kNever[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"};
 
 }  // namespace
@@ -48,7 +49,8 @@ std::vector<std::string> ForwardedVariables(const std::map<std::string, std::str
     } else if (auto it = vars.find(item); it != vars.end()) {
       out[item] = it->second;
     } else {
-      throw UsageError("-x " + item + ": " + item + " is not set here; set it, or give -x " + item + "=VALUE");
+      throw UsageError("-x " + item + ": " + item + " is not set here; set it, or give -x " + item +
+                       "=VALUE");
     }
   }
   std::vector<std::string> list;

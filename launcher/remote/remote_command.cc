@@ -12,10 +12,11 @@ namespace distrun {
 namespace {
 
 // Set per host by RemoteDistrunArgs itself.
-constexpr const char* kPerHost[] = {"num-nodes",  "node-rank", "coordinator-address", "coordinator-port",
-                                    "run-id",     "token-file", "nproc-per-node"};
-constexpr const char* kLauncherOnly[] = {"hosts",      "hostfile",       "ssh-args",   "ssh-concurrency",
-                                         "ssh-connect-timeout", "remote-distrun", "forward-env"};
+constexpr const char* kPerHost[] = {"num-nodes", "node-rank",  "coordinator-address", "coordinator-port",
+                                    "run-id",    "token-file", "nproc-per-node"};
+constexpr const char* kLauncherOnly[] = {
+    "hosts",          "hostfile",   "ssh-args", "ssh-concurrency", "ssh-connect-timeout",
+    "remote-distrun", "forward-env"};
 
 bool Among(const std::string& name, const auto& list) {
   for (const char* n : list) {
@@ -36,8 +37,9 @@ std::vector<std::string> SshCommand(const Options& options, const HostEntry& hos
   // ssh's own keep-alive ends a connection to a host cut off for three intervals; distrun's heartbeat and
   // the channel's keep-alive decide sooner.
   const long alive = std::max(1L, std::lround(std::ceil(options.heartbeat_timeout_s)));
-  for (const std::string& o : {std::string("BatchMode=yes"), "ConnectTimeout=" + std::to_string(connect),
-                               "ServerAliveInterval=" + std::to_string(alive), std::string("ServerAliveCountMax=3")}) {
+  for (const std::string& o :
+       {std::string("BatchMode=yes"), "ConnectTimeout=" + std::to_string(connect),
+        "ServerAliveInterval=" + std::to_string(alive), std::string("ServerAliveCountMax=3")}) {
     argv.push_back("-o");
     argv.push_back(o);
   }
@@ -49,15 +51,18 @@ std::vector<std::string> SshCommand(const Options& options, const HostEntry& hos
 
 std::vector<std::string> RemoteDistrunArgs(const Options& options, const std::string& remote_distrun,
                                            size_t node, size_t nodes, const NodeZero& zero,
-                                           const std::string& run_id, std::optional<int> slots, bool dry_run) {
+                                           const std::string& run_id, std::optional<int> slots,
+                                           bool dry_run) {
   std::vector<std::string> argv = {remote_distrun, kLauncherChannelFlag};
   if (dry_run) argv.push_back("--dry-run");
   for (const OptionSpec& spec : OptionTable()) {
     auto it = options.effective.find(spec.name);
-    if (it == options.effective.end() || Among(spec.name, kPerHost) || Among(spec.name, kLauncherOnly)) continue;
+    if (it == options.effective.end() || Among(spec.name, kPerHost) || Among(spec.name, kLauncherOnly))
+      continue;
     const Options::Effective& e = it->second;
     // A value the host would take by default anyway is not sent: the command line stays readable.
-    if (e.source == OptionSource::kDefault && spec.default_value != nullptr && e.value == spec.default_value) {
+    if (e.source == OptionSource::kDefault && spec.default_value != nullptr &&
+        e.value == spec.default_value) {
       continue;
     }
     argv.push_back(std::string("--") + spec.name + "=" + e.value);

@@ -33,5 +33,4 @@ std::vector<std::string> RemoteDistrunArgs(const Options& options, const std::st
                                            size_t node, size_t nodes, const NodeZero& zero,
                                            const std::string& run_id, std::optional<int> slots, bool dry_run);
 
-
 }  // namespace distrun

@@ -1,7 +1,6 @@
 #include "launcher/remote/remote_command.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +30,8 @@ bool Has(const std::vector<std::string>& argv, const std::string& word) {
 }
 
 TEST(RemoteCommand, DashHAndDashXAreMpirunsSpellings) {
-  Options o = Resolve({"-H", "a:2,b", "-x", "SEED=1,2", "-xWANDB_*", "--forward-env", "NCCL_DEBUG", "--", "t"});
+  Options o =
+      Resolve({"-H", "a:2,b", "-x", "SEED=1,2", "-xWANDB_*", "--forward-env", "NCCL_DEBUG", "--", "t"});
   ASSERT_EQ(o.hosts.size(), 2u);
   EXPECT_EQ(o.hosts[0].slots, 2);
   EXPECT_EQ(o.forward_env, (std::vector<std::string>{"SEED=1,2", "WANDB_*", "NCCL_DEBUG"}));
@@ -60,11 +60,20 @@ TEST(RemoteCommand, HostsAndHostfileExcludeEachOther) {
 }
 
 TEST(RemoteCommand, SshNeverPromptsAndTheUsersOptionsComeFirst) {
-  Options o = Resolve({"-H", "root@a", "--ssh-args", "-p 2222 -F '/my dir/config'", "--ssh-connect-timeout",
-                       "5", "--", "t"});
+  Options o = Resolve(
+      {"-H", "root@a", "--ssh-args", "-p 2222 -F '/my dir/config'", "--ssh-connect-timeout", "5", "--", "t"});
   std::vector<std::string> ssh = SshCommand(o, o.hosts[0], "/opt/d/distrun");
-  const std::vector<std::string> head = {"ssh", "-T", "-x", "-p", "2222", "-F", "/my dir/config", "-o",
-                                         "BatchMode=yes", "-o", "ConnectTimeout=5"};
+  const std::vector<std::string> head = {"ssh",
+                                         "-T",
+                                         "-x",
+                                         "-p",
+                                         "2222",
+                                         "-F",
+                                         "/my dir/config",
+                                         "-o",
+                                         "BatchMode=yes",
+                                         "-o",
+                                         "ConnectTimeout=5"};
   ASSERT_GE(ssh.size(), head.size());
   EXPECT_TRUE(std::equal(head.begin(), head.end(), ssh.begin()));
   EXPECT_EQ(ssh[ssh.size() - 3], "--");

@@ -233,9 +233,10 @@ void LauncherWatch::Run() {
     if (!ended && Clock::now() - heard > limit) {
       ended = true;
       if (!signalled) {
-        log_->warn("no word from the launcher for {}s (--heartbeat-timeout): its link is cut or it is frozen; "
-                   "stopping the workers",
-                   silence_limit_s_);
+        log_->warn(
+            "no word from the launcher for {}s (--heartbeat-timeout): its link is cut or it is frozen; "
+            "stopping the workers",
+            silence_limit_s_);
       }
       term();
     }

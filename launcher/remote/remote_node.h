@@ -20,9 +20,10 @@ namespace distrun {
 inline constexpr const char* kRemoteNodeFlag = "--remote-node";
 inline constexpr const char* kLauncherChannelFlag = "--launcher-channel";
 
-// `distrun --remote-node`: says hello (with `version`, this distrun's), reads the start message from stdin and execs it in the launcher's
-// working directory. Returns an exit code when it does not exec: 0 when the launcher called the launch off
-// (another host failed its check) or went away, 1 on a malformed message, 127 when the exec failed.
+// `distrun --remote-node`: says hello (with `version`, this distrun's), reads the start message from stdin
+// and execs it in the launcher's working directory. Returns an exit code when it does not exec: 0 when the
+// launcher called the launch off (another host failed its check) or went away, 1 on a malformed message, 127
+// when the exec failed.
 int RunRemoteNode(const Environment& env, const std::string& version);
 
 // In a host's distrun started by RunRemoteNode: the channel on stdin, read on a thread of its own (make it

@@ -8,7 +8,8 @@ namespace {
 bool Says(std::string_view said, std::string_view what) { return said.find(what) != std::string_view::npos; }
 
 std::string LastLine(std::string_view said) {
-  while (!said.empty() && (said.back() == '\n' || said.back() == '\r' || said.back() == ' ')) said.remove_suffix(1);
+  while (!said.empty() && (said.back() == '\n' || said.back() == '\r' || said.back() == ' '))
+    said.remove_suffix(1);
   const size_t nl = said.rfind('\n');
   return std::string(nl == std::string_view::npos ? said : said.substr(nl + 1));
 }
@@ -18,7 +19,8 @@ std::string LastLine(std::string_view said) {
 std::string DescribeSshFailure(int exit_code, std::string_view said, const std::string& remote_path) {
   // The remote shell's (ssh's own failures exit 255): distrun is not at the path, or cannot run there.
   if (exit_code == 127)
-    return "no distrun at " + remote_path + " there (install the same distrun there, or give --remote-distrun)";
+    return "no distrun at " + remote_path +
+           " there (install the same distrun there, or give --remote-distrun)";
   if (exit_code == 126) return "cannot run " + remote_path + " there: " + LastLine(said);
   // ssh's own messages (OpenSSH 7-9), most specific first.
   if (Says(said, "Could not resolve hostname") || Says(said, "Name or service not known"))

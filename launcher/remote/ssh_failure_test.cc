@@ -22,18 +22,21 @@ TEST(SshFailure, EachOfSshsMessagesGetsItsReason) {
                  "Host key verification failed.\r\n")
                 .find("host key"),
             std::string::npos);
-  EXPECT_NE(says(255, "kex_exchange_identification: Connection closed by remote host\r\n").find("MaxStartups"),
-            std::string::npos);
+  EXPECT_NE(
+      says(255, "kex_exchange_identification: Connection closed by remote host\r\n").find("MaxStartups"),
+      std::string::npos);
   EXPECT_EQ(says(127, "sh: 1: exec: /opt/distrun/bin/distrun: not found\n"),
             "no distrun at /opt/distrun/bin/distrun there (install the same distrun there, or give "
             "--remote-distrun)");
-  EXPECT_EQ(says(126, "sh: 1: exec: /opt/distrun/bin/distrun: Permission denied\n").substr(0, 10), "cannot run");
+  EXPECT_EQ(says(126, "sh: 1: exec: /opt/distrun/bin/distrun: Permission denied\n").substr(0, 10),
+            "cannot run");
   EXPECT_EQ(says(3, ""), "ssh exited with code 3 before distrun answered");
   EXPECT_EQ(says(-1, ""), "ssh was killed");
 }
 
 TEST(SshFailure, TheTableNamesEveryHostAndMarksTheFailed) {
-  const std::string table = FormatCheckTable({{"host1", "ok", true}, {"hostclosed", "connection refused", false}});
+  const std::string table =
+      FormatCheckTable({{"host1", "ok", true}, {"hostclosed", "connection refused", false}});
   EXPECT_EQ(table,
             "  host        check\n"
             "  host1       ok\n"

@@ -1,8 +1,8 @@
 #include "launcher/remote/ssh_launch.h"
 
 #include <poll.h>
-#include <sys/resource.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,7 +67,8 @@ std::string JobToken(const Options& options, const Environment& env) {
     if (!in) throw UsageError("--token-file " + *options.token_file + ": cannot read it; check the path");
     std::string token;
     std::getline(in, token);
-    if (token.empty()) throw UsageError("--token-file " + *options.token_file + " is empty; put the token in it");
+    if (token.empty())
+      throw UsageError("--token-file " + *options.token_file + " is empty; put the token in it");
     return token;
   }
   return RandomHex(32);
@@ -92,7 +93,9 @@ class SshLaunch {
   void OnSignal(int sig);
   void SendAll(const std::string& text);
   int ExitCode() const;
-  bool Finished(const HostSession& s) { return s.child().pid() < 0 || (s.child().reaped() && !s.OutputOpen()); }
+  bool Finished(const HostSession& s) {
+    return s.child().pid() < 0 || (s.child().reaped() && !s.OutputOpen());
+  }
   bool Finished(size_t i) { return Finished(sessions_[i]); }
 
   const Options& options_;
@@ -126,8 +129,9 @@ int SshLaunch::Run() {
                      " hosts are listed; list between MIN and MAX hosts");
   }
   if (options_.topology.num_nodes || options_.topology.node_rank || options_.topology.process_id) {
-    throw UsageError("--num-nodes, --node-rank and --process-id come from the host list with -H/--hostfile; "
-                     "drop them");
+    throw UsageError(
+        "--num-nodes, --node-rank and --process-id come from the host list with -H/--hostfile; "
+        "drop them");
   }
   remote_distrun_ = options_.remote_distrun.value_or(env_.program);
   if (remote_distrun_.empty()) {
@@ -273,13 +277,14 @@ void SshLaunch::Start() {
     if (hp.port) zero.port = *hp.port;
   }
   if (options_.topology.coordinator_port) zero.port = *options_.topology.coordinator_port;
-  if (zero.port == 0) throw UsageError("no free port on the first host for the job's service; give --coordinator-port");
+  if (zero.port == 0)
+    throw UsageError("no free port on the first host for the job's service; give --coordinator-port");
   dry_run_output_.resize(sessions_.size());
   for (size_t i = 0; i < sessions_.size(); ++i) {
     HostSession& s = sessions_[i];
     StartMessage m;
-    m.argv = RemoteDistrunArgs(options_, s.local() ? env_.program : remote_distrun_, i, sessions_.size(), zero,
-                               run_id, s.entry().slots, dry_run_);
+    m.argv = RemoteDistrunArgs(options_, s.local() ? env_.program : remote_distrun_, i, sessions_.size(),
+                               zero, run_id, s.entry().slots, dry_run_);
     m.env = vars;
     if (dry_run_) {
       std::vector<std::string> ssh = s.local() ? std::vector<std::string>{env_.program, kRemoteNodeFlag}
@@ -292,7 +297,8 @@ void SshLaunch::Start() {
     s.Send(FormatStart(m));
     s.MarkRunning();
   }
-  log_->debug("started the job on {} hosts; node 0 serves it at {}:{}", sessions_.size(), zero.host, zero.port);
+  log_->debug("started the job on {} hosts; node 0 serves it at {}:{}", sessions_.size(), zero.host,
+              zero.port);
 }
 
 int SshLaunch::Supervise() {
@@ -328,7 +334,8 @@ int SshLaunch::Supervise() {
       }
       give_up = now + std::chrono::seconds(2);
     }
-    Pump(std::chrono::ceil<std::chrono::milliseconds>(std::min(next_alive, give_up.value_or(next_alive)) - now));
+    Pump(std::chrono::ceil<std::chrono::milliseconds>(std::min(next_alive, give_up.value_or(next_alive)) -
+                                                      now));
   }
   if (dry_run_) {
     for (const std::string& out : dry_run_output_) WriteAll(STDOUT_FILENO, out);
@@ -365,9 +372,10 @@ void SshLaunch::OnSignal(int sig) {
                                    [](const HostSession& s) { return s.state() == State::kRunning; });
   if (!running) return;
   if (signals_received_ == 1) {
-    log_->warn("received {}; stopping the job on every host (SIGTERM now, SIGKILL after --grace-period {}s; "
-               "a second signal kills at once)",
-               SignalName(sig), options_.grace_period_s);
+    log_->warn(
+        "received {}; stopping the job on every host (SIGTERM now, SIGKILL after --grace-period {}s; "
+        "a second signal kills at once)",
+        SignalName(sig), options_.grace_period_s);
     SendAll(FormatChannelLine("term"));
   } else if (signals_received_ == 2) {
     log_->warn("received {} again; killing the workers on every host", SignalName(sig));
@@ -402,7 +410,8 @@ void SshLaunch::Pump(std::chrono::milliseconds wait) {
     auto [i, kind] = what[k];
     if (i == SIZE_MAX) {
       signalfd_siginfo info;
-      while (::read(signals_.get(), &info, sizeof info) == sizeof info) OnSignal(static_cast<int>(info.ssi_signo));
+      while (::read(signals_.get(), &info, sizeof info) == sizeof info)
+        OnSignal(static_cast<int>(info.ssi_signo));
       continue;
     }
     if (kind == 2) {

@@ -1,11 +1,11 @@
 #include "launcher/report/report_value.h"
 
 #include <gtest/gtest.h>
-
-#include "launcher/process/shell_quote.h"
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+
+#include "launcher/process/shell_quote.h"
 
 namespace distrun {
 namespace {

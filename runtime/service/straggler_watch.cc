@@ -9,16 +9,17 @@ namespace distrun {
 std::string DescribeStragglerEvent(const StragglerEvent& e) {
   char text[320];
   if (e.kind == StragglerEvent::Kind::kStraggler) {
-    std::snprintf(text, sizeof text,
-                  "rank %d (%s) is a straggler: score %.2f in section %s (median %.3f s; fastest rank %.3f s)",
-                  e.rank, e.host.c_str(), e.score.score, e.score.section.c_str(), e.score.median_s,
-                  e.score.fastest_median_s);
+    std::snprintf(
+        text, sizeof text,
+        "rank %d (%s) is a straggler: score %.2f in section %s (median %.3f s; fastest rank %.3f s)", e.rank,
+        e.host.c_str(), e.score.score, e.score.section.c_str(), e.score.median_s, e.score.fastest_median_s);
   } else {
-    std::snprintf(text, sizeof text,
-                  "rank %d (%s) is no longer a straggler: score %.2f in section %s (median %.3f s; fastest rank "
-                  "%.3f s)",
-                  e.rank, e.host.c_str(), e.score.score, e.score.section.c_str(), e.score.median_s,
-                  e.score.fastest_median_s);
+    std::snprintf(
+        text, sizeof text,
+        "rank %d (%s) is no longer a straggler: score %.2f in section %s (median %.3f s; fastest rank "
+        "%.3f s)",
+        e.rank, e.host.c_str(), e.score.score, e.score.section.c_str(), e.score.median_s,
+        e.score.fastest_median_s);
   }
   return text;
 }

@@ -31,8 +31,9 @@ TEST(StragglerWatch, SlowForSeveralWindowsIsAStragglerOnceAndRecoversOnce) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].kind, StragglerEvent::Kind::kStraggler);
   EXPECT_EQ(events[0].rank, 1);
-  EXPECT_EQ(DescribeStragglerEvent(events[0]),
-            "rank 1 (node0) is a straggler: score 0.50 in section fwd (median 0.200 s; fastest rank 0.100 s)");
+  EXPECT_EQ(
+      DescribeStragglerEvent(events[0]),
+      "rank 1 (node0) is a straggler: score 0.50 in section fwd (median 0.200 s; fastest rank 0.100 s)");
   EXPECT_EQ(watch.stragglers(), 1);
   EXPECT_TRUE(watch.Evaluate(Window({0.1, 0.2, 0.1})).empty());  // said once
   EXPECT_TRUE(watch.Evaluate(Window({0.1, 0.1, 0.1})).empty());
@@ -53,9 +54,8 @@ TEST(StragglerWatch, AOneOffStallIsNotAStraggler) {
 
 TEST(StragglerWatch, TheWorstSectionDecidesAndRanksWithoutSectionsAreLeftOut) {
   StragglerWatch watch({0.75, 1});
-  std::vector<RankSections> ranks = {{0, "a", {{"fwd", 0.1}, {"bwd", 0.2}}},
-                                     {1, "b", {{"fwd", 0.1}, {"bwd", 0.4}}},
-                                     {2, "c", {}}};
+  std::vector<RankSections> ranks = {
+      {0, "a", {{"fwd", 0.1}, {"bwd", 0.2}}}, {1, "b", {{"fwd", 0.1}, {"bwd", 0.4}}}, {2, "c", {}}};
   std::vector<StragglerEvent> events = watch.Evaluate(ranks);
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].score.section, "bwd");
