@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/process/output.h"
 #include "launcher/remote/channel.h"
 
 extern char** environ;
@@ -77,17 +78,6 @@ std::string CwdProblem(const std::string& cwd) {
   if (!S_ISDIR(st.st_mode)) return "not a directory";
   if (::access(cwd.c_str(), X_OK) != 0) return std::string(std::strerror(errno));
   return "";
-}
-
-bool WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 constexpr int kStartWaitMs = 10 * 60 * 1000;  // the launcher waits for the slowest host's check at most

@@ -21,6 +21,7 @@
 #include "detect/errors.h"
 #include "detect/parse.h"
 #include "detect/random_hex.h"
+#include "launcher/process/output.h"
 #include "launcher/process/shell_quote.h"
 #include "launcher/process/signal_names.h"
 #include "launcher/process/unique_fd.h"
@@ -37,16 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using State = HostSession::State;
-
-void WriteAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a closed terminal or pipe: the job goes on
-    done += static_cast<size_t>(n);
-  }
-}
 
 std::string SecondsText(double seconds) {
   std::ostringstream out;
@@ -89,6 +80,7 @@ class SshLaunch {
   // One wait for descriptors, signals and exits, at most `wait` long.
   void Pump(std::chrono::milliseconds wait);
   void OnLines(size_t i, bool is_stdout, const std::vector<std::string>& lines);
+  void JudgeHello(HostSession& s);
   void Reap();
   void OnSignal(int sig);
   void SendAll(const std::string& text);
@@ -211,15 +203,6 @@ bool SshLaunch::Check() {
       if (s.state() == State::kChecked && s.child().reaped()) {
         s.Fail("distrun there ended before the launch (exit code " + std::to_string(s.exit_code()) + ")");
       }
-      if (s.state() != State::kChecked || !s.hello()) continue;
-      const Hello& h = *s.hello();
-      if (h.protocol != kChannelProtocol || h.version != version_) {
-        s.Fail("distrun " + h.version + " at " + remote_distrun_ + " there, and this is " + version_ +
-               ": install the same version on every host (or give --remote-distrun)");
-      } else if (!h.cwd_problem.empty()) {
-        s.Fail("the working directory " + cwd_ + " is not there (" + h.cwd_problem +
-               "): launch from a directory every host has");
-      }
     }
     if (!open) break;
     if (signals_received_ > 0) break;  // Ctrl-C during the check: nothing has started
@@ -338,9 +321,21 @@ int SshLaunch::Supervise() {
                                                       now));
   }
   if (dry_run_) {
-    for (const std::string& out : dry_run_output_) WriteAll(STDOUT_FILENO, out);
+    for (const std::string& out : dry_run_output_) (void)WriteAll(STDOUT_FILENO, out);
   }
   return ExitCode();
+}
+
+// Once, as a host's hello arrives: the same distrun, and the launcher's working directory there.
+void SshLaunch::JudgeHello(HostSession& s) {
+  const Hello& h = *s.hello();
+  if (h.protocol != kChannelProtocol || h.version != version_) {
+    s.Fail("distrun " + h.version + " at " + remote_distrun_ + " there, and this is " + version_ +
+           ": install the same version on every host (or give --remote-distrun)");
+  } else if (!h.cwd_problem.empty()) {
+    s.Fail("the working directory " + cwd_ + " is not there (" + h.cwd_problem +
+           "): launch from a directory every host has");
+  }
 }
 
 int SshLaunch::ExitCode() const {
@@ -433,6 +428,7 @@ void SshLaunch::OnLines(size_t i, bool is_stdout, const std::vector<std::string>
     if (s.state() == State::kConnecting || s.state() == State::kQueued) {
       if (is_stdout) {
         s.TakeLine(line);
+        if (s.state() == State::kChecked) JudgeHello(s);
       } else {
         s.KeepSaid(line);
       }
@@ -447,7 +443,7 @@ void SshLaunch::OnLines(size_t i, bool is_stdout, const std::vector<std::string>
     if (dry_run_) {
       dry_run_output_[i] += text;
     } else {
-      WriteAll(is_stdout ? STDOUT_FILENO : STDERR_FILENO, text);
+      (void)WriteAll(is_stdout ? STDOUT_FILENO : STDERR_FILENO, text);  // a closed console: the job goes on
     }
   }
 }
