@@ -1,11 +1,16 @@
 #include "runtime/client/client.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <new>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "detect/errors.h"
 #include "distrun/client.h"
@@ -287,14 +292,20 @@ void distrun_free(void* buffer) { std::free(buffer); }
 
 // The board is one per worker process by nature (distrun gives each process a slot), so it is opened once
 // and kept for the life of the process: a report must not pay for an open or a lookup.
-int distrun_progress(int64_t step) {
-  struct Slot {
-    std::optional<distrun::ProgressBoard> board;
-    int slot = -1;
-  };
-  // Never freed: a worker's last report may come from a thread still running while the process exits.
-  static Slot* const mine = [] {
-    auto* s = new Slot;
+namespace {
+
+// This worker's slot of the board, mapped on first use. Never freed: a worker's last report may come from
+// a thread still running while the process exits.
+struct BoardSlot {
+  std::optional<distrun::ProgressBoard> board;
+  int slot = -1;
+  std::mutex names_mu;  // naming a section (once per name)
+  std::map<std::string, int, std::less<>> names;
+};
+
+BoardSlot& MyBoardSlot() {
+  static BoardSlot* const mine = [] {
+    auto* s = new BoardSlot;
     const char* path = std::getenv(distrun::kProgressFileVariable);
     std::optional<int> slot = NumberVariable(distrun::kProgressSlotVariable);
     if (path == nullptr || *path == '\0' || !slot || *slot < 0) return s;
@@ -303,8 +314,62 @@ int distrun_progress(int64_t step) {
     s->slot = *slot;
     return s;
   }();
-  if (!mine->board) return DISTRUN_FAILED_PRECONDITION;
-  mine->board->Report(mine->slot, step);
+  return *mine;
+}
+
+int64_t MonotonicNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// This thread's open runs, innermost last.
+struct OpenRuns {
+  static constexpr int kDepth = 16;
+  int index[kDepth];
+  int64_t start_ns[kDepth];
+  int depth = 0;
+};
+thread_local OpenRuns open_runs;
+
+}  // namespace
+
+int distrun_progress(int64_t step) {
+  BoardSlot& mine = MyBoardSlot();
+  if (!mine.board) return DISTRUN_FAILED_PRECONDITION;
+  mine.board->Report(mine.slot, step);
+  return DISTRUN_OK;
+}
+
+int distrun_section_enter(const char* name) {
+  BoardSlot& mine = MyBoardSlot();
+  if (!mine.board) return DISTRUN_FAILED_PRECONDITION;
+  if (name == nullptr || *name == '\0' || open_runs.depth == OpenRuns::kDepth) return DISTRUN_INVALID_ARGUMENT;
+  int index = -1;
+  {
+    std::lock_guard lock(mine.names_mu);
+    auto it = mine.names.find(std::string_view(name));
+    if (it != mine.names.end()) {
+      index = it->second;
+    } else {
+      index = mine.board->SectionIndex(mine.slot, name);
+      if (index < 0) return DISTRUN_INVALID_ARGUMENT;
+      mine.names.emplace(name, index);
+    }
+  }
+  open_runs.index[open_runs.depth] = index;
+  open_runs.start_ns[open_runs.depth] = MonotonicNow();
+  ++open_runs.depth;
+  return DISTRUN_OK;
+}
+
+int distrun_section_exit(void) {
+  const int64_t now = MonotonicNow();
+  BoardSlot& mine = MyBoardSlot();
+  if (!mine.board) return DISTRUN_FAILED_PRECONDITION;
+  if (open_runs.depth == 0) return DISTRUN_INVALID_ARGUMENT;
+  --open_runs.depth;
+  mine.board->RecordSection(mine.slot, open_runs.index[open_runs.depth], now - open_runs.start_ns[open_runs.depth]);
   return DISTRUN_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -15,12 +16,15 @@
 namespace distrun {
 namespace {
 
-constexpr char kMagic[8] = {'D', 'R', 'P', 'R', 'O', 'G', '1', '\0'};
+// '2': slots followed by sections; a worker of an older distrun (or newer) refuses the file.
+constexpr char kMagic[8] = {'D', 'R', 'P', 'R', 'O', 'G', '2', '\0'};
 constexpr size_t kLine = 64;  // header and slots: one cache line each, so workers never share one
 
 struct Header {
   char magic[8];
   uint32_t slots;
+  uint32_t sections_per_slot;  // what the layout below holds, for readers in other languages
+  uint32_t section_ring;
 };
 
 // The writer bumps `reports` last (release), so a reader that sees a new count sees its step and time.
@@ -33,7 +37,27 @@ static_assert(sizeof(Slot) <= kLine);
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
               "slots are shared between processes");
 
-size_t BoardSize(int slots) { return kLine * (1 + static_cast<size_t>(slots)); }
+// A section: its name and run count on one line, then the ring. The count is written last (release): a
+// reader that sees it sees the name and the durations before it.
+struct Section {
+  char name[kSectionNameMax + 1];
+  std::atomic<uint64_t> runs;
+  char pad[kLine - (kSectionNameMax + 1) - sizeof(std::atomic<uint64_t>)];
+  std::atomic<int64_t> ring[kSectionRing];
+};
+static_assert(sizeof(Section) == kLine + 8 * kSectionRing && sizeof(Section) % kLine == 0);
+
+size_t SlotsEnd(int slots) { return kLine * (1 + static_cast<size_t>(slots)); }
+
+size_t BoardSize(int slots) {
+  return SlotsEnd(slots) + sizeof(Section) * kSectionsPerSlot * static_cast<size_t>(slots);
+}
+
+Section* SectionAt(void* base, int slots, int slot, int index) {
+  const size_t at = SlotsEnd(slots) + sizeof(Section) * (static_cast<size_t>(slot) * kSectionsPerSlot +
+                                                         static_cast<size_t>(index));
+  return reinterpret_cast<Section*>(static_cast<char*>(base) + at);
+}
 
 Slot* SlotAt(void* base, int slot) {
   return reinterpret_cast<Slot*>(static_cast<char*>(base) + kLine * (1 + static_cast<size_t>(slot)));
@@ -67,6 +91,8 @@ ProgressBoard ProgressBoard::Create(const std::string& path, int slots) {
   if (base == MAP_FAILED) throw std::runtime_error(Errno("cannot map the progress board", path));
   auto* header = static_cast<Header*>(base);
   header->slots = static_cast<uint32_t>(slots);
+  header->sections_per_slot = kSectionsPerSlot;
+  header->section_ring = kSectionRing;
   std::memcpy(header->magic, kMagic, sizeof kMagic);
   return ProgressBoard(base, size, slots);
 }
@@ -97,6 +123,10 @@ std::optional<ProgressBoard> ProgressBoard::Open(const std::string& path, int sl
     return std::nullopt;
   }
   const int slots = static_cast<int>(header->slots);
+  if (header->sections_per_slot != kSectionsPerSlot || header->section_ring != kSectionRing) {
+    *error = path + " is a progress board of another layout (another distrun's)";
+    return std::nullopt;
+  }
   if (BoardSize(slots) > size || slot < 0 || slot >= slots) {
     *error = "progress slot " + std::to_string(slot) + " is not on the board " + path + " (" +
              std::to_string(slots) + " slots)";
@@ -144,6 +174,11 @@ void ProgressBoard::Clear(int slot) {
   p->step.store(0, std::memory_order_relaxed);
   p->time_ns.store(0, std::memory_order_relaxed);
   p->reports.store(0, std::memory_order_release);
+  for (int i = 0; i < kSectionsPerSlot; ++i) {
+    Section* section = SectionAt(base_, slots_, slot, i);
+    section->runs.store(0, std::memory_order_release);
+    std::memset(section->name, 0, sizeof section->name);
+  }
 }
 
 void ProgressBoard::Report(int slot, int64_t step) {
@@ -152,6 +187,50 @@ void ProgressBoard::Report(int slot, int64_t step) {
   p->step.store(step, std::memory_order_relaxed);
   p->time_ns.store(MonotonicNs(), std::memory_order_relaxed);
   p->reports.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<SectionSample> ProgressBoard::ReadSections(int slot) const {
+  std::vector<SectionSample> out;
+  if (slot < 0 || slot >= slots_) return out;
+  for (int i = 0; i < kSectionsPerSlot; ++i) {
+    const Section* section = SectionAt(base_, slots_, slot, i);
+    const uint64_t runs = section->runs.load(std::memory_order_acquire);
+    if (runs == 0) continue;
+    SectionSample s;
+    s.name.assign(section->name, strnlen(section->name, sizeof section->name));
+    s.runs = runs;
+    const uint64_t kept = std::min<uint64_t>(runs, kSectionRing);
+    s.durations_ns.reserve(kept);
+    for (uint64_t r = runs - kept; r < runs; ++r) {
+      s.durations_ns.push_back(section->ring[r % kSectionRing].load(std::memory_order_relaxed));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+int ProgressBoard::SectionIndex(int slot, std::string_view name) {
+  if (slot < 0 || slot >= slots_) return -1;
+  name = name.substr(0, kSectionNameMax);
+  for (int i = 0; i < kSectionsPerSlot; ++i) {
+    Section* section = SectionAt(base_, slots_, slot, i);
+    const std::string_view named(section->name, strnlen(section->name, sizeof section->name));
+    if (named == name) return i;
+    if (named.empty()) {
+      // Unnamed until now: the name is in place before the first run's count makes the section visible.
+      std::memcpy(section->name, name.data(), name.size());
+      return i;
+    }
+  }
+  return -1;
+}
+
+void ProgressBoard::RecordSection(int slot, int index, int64_t duration_ns) {
+  if (slot < 0 || slot >= slots_ || index < 0 || index >= kSectionsPerSlot) return;
+  Section* section = SectionAt(base_, slots_, slot, index);
+  const uint64_t runs = section->runs.load(std::memory_order_relaxed);
+  section->ring[runs % kSectionRing].store(duration_ns, std::memory_order_relaxed);
+  section->runs.store(runs + 1, std::memory_order_release);
 }
 
 }  // namespace distrun

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -67,6 +68,52 @@ TEST_F(ProgressBoardTest, OpeningWhatIsNoBoardSaysWhy) {
   ProgressBoard board = ProgressBoard::Create(path_, 1);
   board.Report(5, 1);
   EXPECT_EQ(board.Read(5).reports, 0u);
+}
+
+TEST_F(ProgressBoardTest, SectionsKeepTheirNamesAndTheirLatestDurations) {
+  ProgressBoard board = ProgressBoard::Create(path_, 2);
+  std::string error;
+  std::optional<ProgressBoard> worker = ProgressBoard::Open(path_, 1, &error);
+  ASSERT_TRUE(worker) << error;
+  const int fwd = worker->SectionIndex(1, "fwd");
+  const int bwd = worker->SectionIndex(1, "bwd");
+  EXPECT_EQ(worker->SectionIndex(1, "fwd"), fwd);
+  EXPECT_NE(fwd, bwd);
+  // Named but never run: not shown.
+  EXPECT_TRUE(board.ReadSections(1).empty());
+  for (int i = 1; i <= kSectionRing + 10; ++i) worker->RecordSection(1, fwd, i);
+  worker->RecordSection(1, bwd, 7);
+  std::vector<SectionSample> sections = board.ReadSections(1);
+  ASSERT_EQ(sections.size(), 2u);
+  EXPECT_EQ(sections[0].name, "fwd");
+  EXPECT_EQ(sections[0].runs, static_cast<uint64_t>(kSectionRing + 10));
+  ASSERT_EQ(sections[0].durations_ns.size(), static_cast<size_t>(kSectionRing));
+  EXPECT_EQ(sections[0].durations_ns.front(), 11);  // the ring holds the latest, oldest first
+  EXPECT_EQ(sections[0].durations_ns.back(), kSectionRing + 10);
+  EXPECT_EQ(sections[1].name, "bwd");
+  EXPECT_EQ(sections[1].durations_ns, std::vector<int64_t>{7});
+  EXPECT_TRUE(board.ReadSections(0).empty());  // slots are apart
+
+  // A long name is cut; a slot's sections run out after kSectionsPerSlot names.
+  EXPECT_GE(worker->SectionIndex(1, std::string(100, 'x')), 0);
+  for (int i = 0; i < kSectionsPerSlot; ++i) worker->SectionIndex(1, "s" + std::to_string(i));
+  EXPECT_EQ(worker->SectionIndex(1, "one-too-many"), -1);
+  // A new worker in the slot starts with no sections.
+  board.Clear(1);
+  EXPECT_TRUE(board.ReadSections(1).empty());
+  EXPECT_EQ(worker->SectionIndex(1, "fwd"), 0);
+}
+
+TEST_F(ProgressBoardTest, ABoardOfAnotherLayoutIsRefused) {
+  { ProgressBoard board = ProgressBoard::Create(path_, 1); }
+  // An older distrun's magic.
+  FILE* f = std::fopen(path_.c_str(), "r+");
+  ASSERT_NE(f, nullptr);
+  std::fputs("DRPROG1", f);
+  std::fclose(f);
+  std::string error;
+  EXPECT_FALSE(ProgressBoard::Open(path_, 0, &error));
+  EXPECT_NE(error.find("is not a progress board"), std::string::npos) << error;
 }
 
 }  // namespace

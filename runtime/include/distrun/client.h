@@ -81,6 +81,16 @@ void distrun_free(void* buffer);
  * call returns the same at once. Thread-safe. */
 int distrun_progress(int64_t step);
 
+/* Sections, for distrun's straggler detection: mark this worker's own compute (the forward pass, say), not
+ * the time spent waiting in collectives. distrun compares each rank's median time in a section with the
+ * fastest rank's (distrun --straggler-threshold). Like distrun_progress: no client, no network, a few
+ * stores to shared memory per run. enter starts a run of section `name` (at most 31 bytes; a worker has 8
+ * names) on this thread; exit ends the thread's innermost open run. Sections nest, 16 deep per thread.
+ * Returns DISTRUN_FAILED_PRECONDITION outside a distrun job, DISTRUN_INVALID_ARGUMENT for a ninth name, an
+ * empty name, a run 16 deep or an exit without an enter. Thread-safe; each thread its own runs. */
+int distrun_section_enter(const char* name);
+int distrun_section_exit(void);
+
 #ifdef __cplusplus
 }
 #endif
