@@ -9,6 +9,32 @@ int64_t Ms(ProgressTracker::Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+// The median of the slot's recent runs in each section, in seconds; sections without a run in the window
+// are left out.
+template <typename Slot>
+RankSectionMedians SectionMedians(const Slot& s, ProgressTracker::Clock::time_point now) {
+  RankSectionMedians m;
+  m.rank = s.rank;
+  std::vector<int64_t> durations;
+  for (const auto& [name, runs] : s.sections) {
+    durations.clear();
+    for (const auto& [at, ns] : runs.recent) {
+      if (now - at <= ProgressTracker::kSectionWindow) durations.push_back(ns);
+    }
+    if (durations.empty()) continue;
+    const size_t mid = durations.size() / 2;
+    std::nth_element(durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(mid), durations.end());
+    double median = static_cast<double>(durations[mid]);
+    if (durations.size() % 2 == 0) {
+      median = (median + static_cast<double>(*std::max_element(durations.begin(),
+                                                               durations.begin() + static_cast<std::ptrdiff_t>(mid)))) /
+               2;
+    }
+    m.median_s[name] = median / 1e9;
+  }
+  return m;
+}
+
 }  // namespace
 
 void ProgressTracker::Started(size_t slot, int rank, pid_t pid, Clock::time_point now) {
@@ -67,6 +93,20 @@ void ProgressTracker::Sample(size_t slot, const ProgressSample& sample, Clock::t
   while (s.history.size() > 2 && at - s.history.front().first > kRateWindow) s.history.pop_front();
 }
 
+void ProgressTracker::Sections(size_t slot, const std::vector<SectionSample>& sections, Clock::time_point now) {
+  if (slot >= slots_.size() || !slots_[slot].running) return;
+  for (const SectionSample& sample : sections) {
+    Slot::SectionRuns& runs = slots_[slot].sections[sample.name];
+    if (sample.runs < runs.runs) runs = {};  // a new worker in the slot
+    const uint64_t fresh = std::min<uint64_t>(sample.runs - runs.runs, sample.durations_ns.size());
+    for (size_t i = sample.durations_ns.size() - fresh; i < sample.durations_ns.size(); ++i) {
+      runs.recent.emplace_back(now, sample.durations_ns[i]);
+    }
+    runs.runs = sample.runs;
+    while (runs.recent.size() > kSectionRunsKept) runs.recent.pop_front();
+  }
+}
+
 void ProgressTracker::Cpu(size_t slot, uint64_t ticks, Clock::time_point now) {
   if (slot >= slots_.size()) return;
   Slot& s = slots_[slot];
@@ -87,6 +127,7 @@ NodeProgress ProgressTracker::Progress(int epoch, Clock::time_point now) const {
     if (!s.running) continue;
     ++p.workers;
     active = active ? std::max(*active, s.active_at) : s.active_at;
+    if (RankSectionMedians m = SectionMedians(s, now); !m.median_s.empty()) p.sections.push_back(std::move(m));
     if (s.reports == 0) continue;
     RankProgress r;
     r.rank = s.rank;

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -26,6 +28,10 @@ class ProgressTracker {
   static constexpr std::chrono::seconds kRateWindow{60};
   // Quiet for less than this is not reported (a worker between two lines of output).
   static constexpr std::chrono::seconds kQuietMinimum{10};
+  // A section's median is over its most recent runs, at most this many and none older than the window: a
+  // one-off stall is one run in many, and a section no longer run drops out.
+  static constexpr size_t kSectionRunsKept = 32;
+  static constexpr std::chrono::seconds kSectionWindow{120};
 
   // A look at the board later than this after the one before means nobody looked meanwhile (this process,
   // or the machine, was not running: SIGSTOP, a paused VM); the supervisor looks every 250 ms.
@@ -43,6 +49,9 @@ class ProgressTracker {
   void Exited(size_t slot);
   // The slot's board sample; `report_time` is its time_ns on steady_clock.
   void Sample(size_t slot, const ProgressSample& sample, Clock::time_point now);
+  // The slot's sections as the board holds them (ProgressBoard::ReadSections): the runs since the last
+  // look count, at `now`.
+  void Sections(size_t slot, const std::vector<SectionSample>& sections, Clock::time_point now);
   // The worker's CPU ticks (its process group's), read every few seconds.
   void Cpu(size_t slot, uint64_t ticks, Clock::time_point now);
   void Output(size_t slot, Clock::time_point now);
@@ -63,6 +72,11 @@ class ProgressTracker {
     std::deque<std::pair<Clock::time_point, int64_t>> history;  // (time, step) over the rate window
     std::optional<uint64_t> cpu_ticks;
     Clock::time_point active_at;  // CPU time or output last moved
+    struct SectionRuns {
+      uint64_t runs = 0;                                      // the board's count at the last look
+      std::deque<std::pair<Clock::time_point, int64_t>> recent;  // (seen at, duration ns), latest last
+    };
+    std::map<std::string, SectionRuns> sections;
   };
   std::vector<Slot> slots_;
   std::optional<Clock::time_point> looked_at_;

@@ -120,5 +120,52 @@ TEST_F(ProgressTrackerTest, TimeNobodyLookedIsNotTimeWithoutProgress) {
   EXPECT_EQ(t.Progress(0, back + 5s).ranks[0].advanced_ms_ago, 5250);
 }
 
+SectionSample Runs(const std::string& name, uint64_t runs, std::vector<int64_t> durations_ns) {
+  return {name, runs, std::move(durations_ns)};
+}
+
+TEST_F(ProgressTrackerTest, SectionMediansCountEachRunOnceAndOnlyRecentOnes) {
+  ProgressTracker t(2);
+  t.Started(0, 4, 100, t0);
+  t.Started(1, 5, 101, t0);
+  // Rank 4 ran fwd three times (10, 30, 20 ms): median 20 ms; no progress reports, yet its sections count.
+  t.Sections(0, {Runs("fwd", 3, {10'000'000, 30'000'000, 20'000'000})}, t0 + 1s);
+  // The same board again adds nothing; two more runs add two (the ring holds the older ones too).
+  t.Sections(0, {Runs("fwd", 3, {10'000'000, 30'000'000, 20'000'000})}, t0 + 2s);
+  NodeProgress p = t.Progress(0, t0 + 2s);
+  EXPECT_TRUE(p.ranks.empty());  // no step reported: the hang watch has nothing of it
+  ASSERT_EQ(p.sections.size(), 1u);
+  EXPECT_EQ(p.sections[0].rank, 4);
+  EXPECT_DOUBLE_EQ(p.sections[0].median_s.at("fwd"), 0.020);
+  t.Sections(0, {Runs("fwd", 5, {10'000'000, 30'000'000, 20'000'000, 40'000'000, 50'000'000})}, t0 + 3s);
+  EXPECT_DOUBLE_EQ(t.Progress(0, t0 + 3s).sections[0].median_s.at("fwd"), 0.030);
+  // An even count: the mean of the two middle runs.
+  t.Sections(0, {Runs("fwd", 6, {20'000'000, 40'000'000, 50'000'000, 60'000'000})}, t0 + 4s);
+  EXPECT_DOUBLE_EQ(t.Progress(0, t0 + 4s).sections[0].median_s.at("fwd"), 0.035);
+  // Past the window, a section no longer run drops out.
+  EXPECT_TRUE(t.Progress(0, t0 + 4s + ProgressTracker::kSectionWindow + 1s).sections.empty());
+}
+
+TEST_F(ProgressTrackerTest, AOneOffStallHardlyMovesASectionsMedian) {
+  ProgressTracker t(1);
+  t.Started(0, 0, 100, t0);
+  std::vector<int64_t> ring;
+  for (uint64_t run = 1; run <= 40; ++run) {
+    ring.push_back(run == 20 ? 5'000'000'000 : 100'000'000);  // one run of 5 s among runs of 0.1 s
+    t.Sections(0, {Runs("step", run, ring)}, t0 + std::chrono::seconds(run));
+  }
+  EXPECT_DOUBLE_EQ(t.Progress(0, t0 + 41s).sections[0].median_s.at("step"), 0.1);
+}
+
+TEST_F(ProgressTrackerTest, AReplacementWorkersSectionsStartFresh) {
+  ProgressTracker t(1);
+  t.Started(0, 0, 100, t0);
+  t.Sections(0, {Runs("fwd", 2, {1'000'000'000, 1'000'000'000})}, t0 + 1s);
+  t.Exited(0);
+  t.Started(0, 0, 200, t0 + 2s);
+  t.Sections(0, {Runs("fwd", 1, {2'000'000})}, t0 + 3s);
+  EXPECT_DOUBLE_EQ(t.Progress(1, t0 + 3s).sections[0].median_s.at("fwd"), 0.002);
+}
+
 }  // namespace
 }  // namespace distrun

@@ -139,7 +139,9 @@ NodeProgress WorkerWatch::Sample(int epoch, Clock::time_point now) {
   tracker_.Look(now);
   if (board_) {
     for (size_t i = 0; i < workers_.size(); ++i) {
-      if (workers_[i].running) tracker_.Sample(i, board_->Read(static_cast<int>(i)), now);
+      if (!workers_[i].running) continue;
+      tracker_.Sample(i, board_->Read(static_cast<int>(i)), now);
+      tracker_.Sections(i, board_->ReadSections(static_cast<int>(i)), now);
     }
   }
   // Not at the first sample: that comes as the workers start, where reading every process's stat file

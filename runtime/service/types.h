@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -122,9 +123,23 @@ struct RankProgress {
   int64_t reported_ms_ago = 0;  // since the last report
   double steps_per_second = 0;  // over the last minute
   int pid = 0;
+  std::string host;  // node 0's view (JobStatusView) only: where the rank runs
+};
+// A rank's sections (runtime/progress/progress_board.h): the median of each one's recent runs. In node 0's
+// view (JobStatusView) also where it runs and its straggler score (runtime/service/straggler_watch.h;
+// negative: not judged yet), from its worst section.
+struct RankSectionMedians {
+  int rank = 0;
+  std::map<std::string, double> median_s;
+  std::string host;
+  double score = -1;
+  bool straggler = false;
+  std::string section;
+  bool operator==(const RankSectionMedians&) const = default;
 };
 struct NodeProgress {
   std::vector<RankProgress> ranks;  // those that reported
+  std::vector<RankSectionMedians> sections;  // ranks that ran sections lately
   int64_t slowest_interval_ms = 0;  // the slowest recent step interval once learned; 0 before
   int64_t quiet_ms = 0;             // every worker without CPU time or output for this long; 0: not quiet
   int workers = 0;                  // running now
@@ -170,6 +185,7 @@ struct JobEvent {
   int restart_round = 0;      // kRestart: the round to join next
   bool node_lost = false;     // kRestart: a member was lost (elastic), not a worker failure
   bool node_arrived = false;  // kRestart: the world grows by nodes that arrived (elastic)
+  bool warning = false;       // kDiagnosis: a warning (a stall, a straggler), not an error
   std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers;
                               // kDiagnosis: what node 0's distrun prints (a hung or stalled job);
                               // kFailover: where the node turned
@@ -193,12 +209,30 @@ enum class JobState { kRendezvous, kRunning, kSucceeded, kStopped };
 inline constexpr int kHungExitCode = 125;
 
 // The job as node 0 sees it, for `distrun status`.
+// One epoch of the job, for the job's page: when it began and ended (since the service started), and why it
+// ended ("" while it runs).
+struct EpochSpan {
+  int epoch = 0;
+  int64_t start_ms = 0;
+  std::optional<int64_t> end_ms;
+  int ranks = 0;
+  std::string end;
+};
 struct JobStatusView {
   JobState state = JobState::kRendezvous;
   int epoch = 0;
   int num_nodes = 0;
   std::string history;
-  std::vector<RankProgress> ranks;  // ages as of now
+  std::vector<RankProgress> ranks;  // ages as of now; with host and straggler score
+  std::vector<RankSectionMedians> sections;  // ranks that ran sections lately
+  std::string run_id;
+  int64_t uptime_ms = 0;  // since the service started
+  int restarts = 0;
+  int nodes_lost = 0;
+  bool hung = false;  // the hang watch declared the current epoch hung
+  double straggler_threshold = 0;
+  std::vector<EpochSpan> epochs;                          // oldest first
+  std::vector<std::pair<int64_t, std::string>> events;    // (ms since start, line), oldest first
   std::optional<std::chrono::milliseconds> hang_timeout;
   bool hang_timeout_learned = false;
   std::vector<std::string> nodes;  // "node 1 (host-b): 4 workers, quiet 12 s"

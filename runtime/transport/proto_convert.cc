@@ -185,6 +185,7 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
       break;
     case JobEvent::Kind::kDiagnosis:
       out->mutable_diagnosis()->set_text(in.notice);
+      out->mutable_diagnosis()->set_warning(in.warning);
       break;
     case JobEvent::Kind::kStandby: {
       v1::StandbyUpdate* u = out->mutable_standby();
@@ -241,6 +242,7 @@ JobEvent FromProto(const v1::JobEvent& in) {
     case v1::JobEvent::kDiagnosis:
       e.kind = JobEvent::Kind::kDiagnosis;
       e.notice = in.diagnosis().text();
+      e.warning = in.diagnosis().warning();
       break;
     case v1::JobEvent::kStandby: {
       e.kind = JobEvent::Kind::kStandby;
@@ -265,12 +267,46 @@ void ToProto(const RankProgress& in, v1::RankProgress* out) {
   out->set_reported_ms_ago(in.reported_ms_ago);
   out->set_steps_per_second(in.steps_per_second);
   out->set_pid(in.pid);
+  out->set_host(in.host);
 }
 
 RankProgress FromProto(const v1::RankProgress& in) {
-  return RankProgress{in.rank(), in.step(), in.advanced_ms_ago(), in.reported_ms_ago(), in.steps_per_second(),
-                      in.pid()};
+  RankProgress r{in.rank(), in.step(), in.advanced_ms_ago(), in.reported_ms_ago(), in.steps_per_second(),
+                 in.pid(), in.host()};
+  return r;
 }
+
+namespace {
+
+void ToProto(const std::vector<RankSectionMedians>& in,
+             google::protobuf::RepeatedPtrField<v1::RankSections>* out) {
+  for (const RankSectionMedians& r : in) {
+    v1::RankSections* o = out->Add();
+    o->set_rank(r.rank);
+    for (const auto& [name, median] : r.median_s) (*o->mutable_median_s())[name] = median;
+    o->set_host(r.host);
+    o->set_score(r.score);
+    o->set_straggler(r.straggler);
+    o->set_section(r.section);
+  }
+}
+
+std::vector<RankSectionMedians> FromProto(const google::protobuf::RepeatedPtrField<v1::RankSections>& in) {
+  std::vector<RankSectionMedians> out;
+  for (const v1::RankSections& r : in) {
+    RankSectionMedians m;
+    m.rank = r.rank();
+    m.median_s.insert(r.median_s().begin(), r.median_s().end());
+    m.host = r.host();
+    m.score = r.score();
+    m.straggler = r.straggler();
+    m.section = r.section();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
 
 void ToProto(const NodeProgress& in, v1::NodeProgress* out) {
   for (const RankProgress& r : in.ranks) ToProto(r, out->add_ranks());
@@ -278,6 +314,7 @@ void ToProto(const NodeProgress& in, v1::NodeProgress* out) {
   out->set_quiet_ms(in.quiet_ms);
   out->set_workers(in.workers);
   out->set_epoch(in.epoch);
+  ToProto(in.sections, out->mutable_sections());
 }
 
 NodeProgress FromProto(const v1::NodeProgress& in) {
@@ -287,6 +324,7 @@ NodeProgress FromProto(const v1::NodeProgress& in) {
   out.quiet_ms = in.quiet_ms();
   out.workers = in.workers();
   out.epoch = in.epoch();
+  out.sections = FromProto(in.sections());
   return out;
 }
 
@@ -326,6 +364,11 @@ void ToProto(const JobStatusView& in, v1::JobStatus* out) {
   out->set_hang_timeout_ms(in.hang_timeout ? in.hang_timeout->count() : 0);
   out->set_hang_timeout_learned(in.hang_timeout_learned);
   for (const std::string& n : in.nodes) out->add_nodes(n);
+  ToProto(in.sections, out->mutable_sections());
+  out->set_straggler_threshold(in.straggler_threshold);
+  out->set_restarts(in.restarts);
+  out->set_nodes_lost(in.nodes_lost);
+  out->set_hung(in.hung);
 }
 
 JobStatusView FromProto(const v1::JobStatus& in) {
@@ -341,6 +384,11 @@ JobStatusView FromProto(const v1::JobStatus& in) {
   if (in.hang_timeout_ms() > 0) v.hang_timeout = std::chrono::milliseconds(in.hang_timeout_ms());
   v.hang_timeout_learned = in.hang_timeout_learned();
   v.nodes.assign(in.nodes().begin(), in.nodes().end());
+  v.sections = FromProto(in.sections());
+  v.straggler_threshold = in.straggler_threshold();
+  v.restarts = in.restarts();
+  v.nodes_lost = in.nodes_lost();
+  v.hung = in.hung();
   return v;
 }
 
