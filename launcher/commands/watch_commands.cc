@@ -180,6 +180,29 @@ std::string Rate(double steps_per_second) {
   return buf;
 }
 
+// Every rank's straggler score: the fastest rank's median ÷ its own, in its worst section.
+void PrintStragglers(const JobStatusView& v) {
+  if (v.sections.empty()) {
+    std::printf("no rank marks sections (distrun.section, distrun_section_enter): no straggler scores\n");
+    return;
+  }
+  std::printf("straggler scores (fastest rank's median / the rank's; below %.2f for a while: a straggler)\n",
+              v.straggler_threshold);
+  std::printf("%6s %-20s %6s  %s\n", "rank", "host", "score", "worst section (median)");
+  for (const RankSectionMedians& r : v.sections) {
+    char score[16] = "-";
+    if (r.score >= 0) std::snprintf(score, sizeof score, "%.2f", r.score);
+    std::string worst;
+    if (auto it = r.median_s.find(r.section); it != r.median_s.end()) {
+      char median[48];
+      std::snprintf(median, sizeof median, "%s (%.3f s)", r.section.c_str(), it->second);
+      worst = median;
+    }
+    std::printf("%6d %-20s %6s  %s%s\n", r.rank, r.host.c_str(), score, worst.c_str(),
+                r.straggler ? "  STRAGGLER" : "");
+  }
+}
+
 int StatusVerb(const std::vector<std::string>& args, const Env& env) {
   if (args.size() != 1) throw UsageError("distrun status takes no arguments; see distrun status --help");
   std::string address;
@@ -191,6 +214,7 @@ int StatusVerb(const std::vector<std::string>& args, const Env& env) {
   std::printf("job %s, epoch %d, %d node(s)\n", kStates[static_cast<size_t>(v.state)], v.epoch, v.num_nodes);
   if (!v.history.empty()) std::printf("history: %s\n", v.history.c_str());
   for (const std::string& n : v.nodes) std::printf("  %s\n", n.c_str());
+  PrintStragglers(v);
   if (v.ranks.empty()) {
     std::printf(
         "no rank reports progress (distrun progress, distrun_progress(), distrun.progress()): the hang "

@@ -516,7 +516,11 @@ void Supervisor::OnJobDecisions() {
       continue;
     }
     if (d.kind == JobDecision::Kind::kDiagnosis) {
-      log_->error("{}", d.reason);
+      if (d.warning) {
+        log_->warn("{}", d.reason);
+      } else {
+        log_->error("{}", d.reason);
+      }
       continue;
     }
     if (d.kind == JobDecision::Kind::kFailover) {

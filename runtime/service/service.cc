@@ -37,8 +37,10 @@ ElasticRange RangeOf(const ServiceConfig& config) {
 CoordinationService::CoordinationService(ServiceConfig config)
     : config_(Checked(config)),
       membership_(config_.num_nodes, RangeOf(config_), config_.elastic && config_.agents_share_hosts),
-      hang_watch_(config_.hang) {
+      hang_watch_(config_.hang),
+      straggler_watch_(config_.straggler) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
+  started_ = Now();
   nodes_.resize(static_cast<size_t>(config_.num_nodes));
   round_deadline_ = Now() + config_.initialization_timeout;
   if (config_.resume) Restore(*config_.resume);
@@ -282,6 +284,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     assignments_.push_back(a);
   }
   state_ = JobState::kRunning;
+  EpochBegan();
   if (common.standby_agent != standby_) {
     // A new standby starts from a snapshot; what the old one acknowledged no longer holds anything back.
     ReleaseHeldWrites(completions);
@@ -425,6 +428,7 @@ void CoordinationService::StopJob(const FailedWorker& failure, Completions& comp
   event.coordinator_lost = coordinator_lost;
   state_ = JobState::kStopped;
   exit_code_ = failure.exit_code;
+  EpochEnded("stopped: " + DescribeFailure(failure));
   if (audience == StopAudience::kEveryone) final_event_ = event;
   ReleaseHeldWrites(completions);  // they are applied: nothing more will hold them
   Status aborted{StatusCode::kAborted, "the job stopped after " + DescribeFailure(failure)};
@@ -496,6 +500,7 @@ Status CoordinationService::ReportSuccess(int node_rank, int restart_round) {
   if (succeeded_ == membership_.world_agents()) {
     state_ = JobState::kSucceeded;
     exit_code_ = 0;
+    EpochEnded("succeeded");
     JobEvent event;
     event.kind = JobEvent::Kind::kComplete;
     final_event_ = event;

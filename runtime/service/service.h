@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "runtime/service/hang_watch.h"
+#include "runtime/service/straggler_watch.h"
 #include "runtime/service/membership.h"
 #include "runtime/service/service_snapshot.h"
 #include "runtime/service/standby_coordinator.h"
@@ -95,6 +97,10 @@ struct ServiceConfig {
   // the one-line verdict only), then stop or restart the job with kHungExitCode.
   HangWatchConfig hang;
   std::chrono::milliseconds stacks_timeout{15'000};
+  // Straggler detection (runtime/service/straggler_watch.h): judged once a window from the section
+  // medians the nodes report; its events go to the host's distrun, and into Overview.
+  StragglerConfig straggler;
+  std::chrono::milliseconds straggler_window{5'000};
   std::function<HangExplanation(const std::string& verdict, const StacksReply& stacks)> explain;
 };
 
@@ -330,6 +336,12 @@ class CoordinationService {
   void FinishStackRequest(uint64_t id, Completions& completions);
   void Hung(const HangVerdict& verdict, const std::string& headline, int round, const StacksReply& stacks);
   void SendToHost(const JobEvent& event);  // to node 0's agent: what its distrun prints
+  // service_diagnosis.cc: straggler detection once a window, and what the job's page shows of the job.
+  void WatchStragglers(Clock::time_point now);
+  void Note(const std::string& line);  // a line of the job's recent events (Overview)
+  void EpochBegan();
+  void EpochEnded(const std::string& why);
+  int64_t SinceStart(Clock::time_point t) const;
 
   ServiceConfig config_;
   mutable std::mutex mu_;
@@ -394,6 +406,14 @@ class CoordinationService {
   bool stall_said_ = false;  // the current stall was reported
   std::map<uint64_t, StacksRequest> stack_requests_;
   uint64_t next_stacks_id_ = 1;
+  std::optional<int> hung_round_;  // the round the hang watch declared hung
+
+  StragglerWatch straggler_watch_;
+  std::map<int, std::vector<RankSectionMedians>> node_sections_;  // by node: its latest report's
+  Clock::time_point next_straggler_window_{};
+  Clock::time_point started_;
+  std::deque<std::pair<int64_t, std::string>> events_;  // (ms since start, line), the latest kEventsKept
+  std::vector<EpochSpan> epochs_;
 
   std::map<std::string, std::string> store_;
   size_t store_bytes_ = 0;

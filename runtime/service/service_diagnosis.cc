@@ -10,6 +10,7 @@ namespace {
 
 // Nothing in the watch needs a finer look: timeouts are seconds, and a look costs O(ranks) under the lock.
 constexpr std::chrono::milliseconds kWatchInterval{250};
+constexpr size_t kEventsKept = 50;
 
 }  // namespace
 
@@ -19,6 +20,7 @@ void CoordinationService::ReportProgress(int node_rank, const NodeProgress& prog
   if (state_ != JobState::kRunning || progress.epoch != round_) return;
   if (node_rank < 0 || node_rank >= Agents() || membership_.lost(node_rank)) return;
   hang_watch_.Update(node_rank, progress, Now());
+  node_sections_[node_rank] = progress.sections;
 }
 
 void CoordinationService::CollectStacks(std::chrono::milliseconds timeout, StacksDone done) {
@@ -98,12 +100,15 @@ void CoordinationService::WatchProgress(Clock::time_point now, Completions& comp
   if (now < next_watch_) return;
   next_watch_ = now + kWatchInterval;
   if (state_ != JobState::kRunning || diagnosing_) return;
+  WatchStragglers(now);
 
   if (std::optional<HangVerdict> verdict = hang_watch_.Check(now)) {
     std::vector<std::string> names;
     for (int i = 0; i < Agents(); ++i) names.push_back(NodeName(i));
     const std::string headline = DescribeHang(*verdict, names);
     diagnosing_ = true;
+    hung_round_ = round_.load();
+    Note(headline);
     const int round = round_;
     RequestStacks(
         config_.stacks_timeout,
@@ -131,8 +136,53 @@ void CoordinationService::WatchProgress(Clock::time_point now, Completions& comp
                MeasuredSeconds(*quiet) +
                " (the workers report no progress, so the hang watch cannot judge them; `distrun stacks` "
                "shows where they are)";
+    Note(e.notice);
     SendToHost(e);
   }
+}
+
+void CoordinationService::WatchStragglers(Clock::time_point now) {
+  if (now < next_straggler_window_) return;
+  next_straggler_window_ = now + config_.straggler_window;
+  std::vector<RankSections> ranks;
+  for (const auto& [node, sections] : node_sections_) {
+    if (membership_.lost(node) || !membership_.seat(node)) continue;
+    for (const RankSectionMedians& r : sections) ranks.push_back({r.rank, HostOf(node), r.median_s});
+  }
+  if (ranks.empty()) return;
+  for (const StragglerEvent& event : straggler_watch_.Evaluate(ranks)) {
+    JobEvent e;
+    e.kind = JobEvent::Kind::kDiagnosis;
+    e.warning = true;
+    e.notice = DescribeStragglerEvent(event);
+    Note(e.notice);
+    SendToHost(e);
+  }
+}
+
+void CoordinationService::Note(const std::string& line) {
+  events_.emplace_back(SinceStart(Now()), line);
+  if (events_.size() > kEventsKept) events_.pop_front();
+}
+
+int64_t CoordinationService::SinceStart(Clock::time_point t) const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t - started_).count();
+}
+
+void CoordinationService::EpochBegan() {
+  EpochSpan span;
+  span.epoch = round_;
+  span.start_ms = SinceStart(Now());
+  span.ranks = 0;
+  for (const NodeAssignment& a : assignments_) span.ranks = std::max(span.ranks, a.num_processes);
+  epochs_.push_back(span);
+}
+
+void CoordinationService::EpochEnded(const std::string& why) {
+  if (epochs_.empty() || epochs_.back().end_ms) return;
+  epochs_.back().end_ms = SinceStart(Now());
+  epochs_.back().end = why;
+  if (why != "succeeded") Note("epoch " + std::to_string(epochs_.back().epoch) + " ended: " + why);
 }
 
 void CoordinationService::Hung(const HangVerdict& verdict, const std::string& headline, int round,
@@ -186,7 +236,34 @@ JobStatusView CoordinationService::Overview() const {
   v.state = state_;
   v.epoch = round_;
   v.num_nodes = membership_.world_nodes();
-  for (auto& [node, r] : hang_watch_.Ranks(now)) v.ranks.push_back(r);
+  v.run_id = config_.run_id;
+  v.uptime_ms = SinceStart(now);
+  v.restarts = restarts_;
+  v.nodes_lost = static_cast<int>(losses_.size());
+  v.hung = hung_round_ == round_.load() && (diagnosing_ || state_ == JobState::kStopped);
+  v.straggler_threshold = config_.straggler.threshold;
+  v.epochs = epochs_;
+  v.events.assign(events_.begin(), events_.end());
+  const std::map<int, RankScore>& scores = straggler_watch_.scores();
+  for (auto& [node, r] : hang_watch_.Ranks(now)) {
+    v.ranks.push_back(r);
+    v.ranks.back().host = HostOf(node);
+  }
+  for (const auto& [node, sections] : node_sections_) {
+    if (membership_.lost(node)) continue;
+    for (RankSectionMedians m : sections) {
+      m.host = HostOf(node);
+      if (auto score = scores.find(m.rank); score != scores.end()) {
+        m.score = score->second.score;
+        m.straggler = score->second.straggler;
+        m.section = score->second.section;
+      }
+      v.sections.push_back(std::move(m));
+    }
+  }
+  std::sort(v.sections.begin(), v.sections.end(),
+            [](const RankSectionMedians& a, const RankSectionMedians& b) { return a.rank < b.rank; });
+  std::sort(v.ranks.begin(), v.ranks.end(), [](const RankProgress& a, const RankProgress& b) { return a.rank < b.rank; });
   v.hang_timeout = hang_watch_.Timeout(&v.hang_timeout_learned);
   for (int i = 0; i < Agents(); ++i) {
     if (membership_.lost(i)) continue;

@@ -237,5 +237,53 @@ TEST_F(ServiceDiagnosisTest, AStalledJobIsSaidOnceToNodeZeroAndNotStopped) {
   EXPECT_EQ(s->State(), JobState::kRunning);
 }
 
+// Node `first_rank / 2`'s report: its two ranks' medians in section fwd.
+NodeProgress Sections(int first_rank, double median0, double median1) {
+  NodeProgress p;
+  p.workers = 2;
+  p.sections = {{first_rank, {{"fwd", median0}}, "", -1, false, ""},
+                {first_rank + 1, {{"fwd", median1}}, "", -1, false, ""}};
+  return p;
+}
+
+TEST_F(ServiceDiagnosisTest, AStragglerIsWarnedOnceToNodeZeroAfterSeveralWindowsAndShownInTheOverview) {
+  auto s = Make(2);
+  const auto said = [&] { return Got(0, JobEvent::Kind::kDiagnosis); };
+  // Rank 3 on node 1 takes twice as long as the others, window after window.
+  for (int window = 0; window < 3; ++window) {
+    s->ReportProgress(0, Sections(0, 0.100, 0.102));
+    s->ReportProgress(1, Sections(2, 0.101, 0.200));
+    s->Tick();
+    Advance(5s);
+  }
+  ASSERT_EQ(said().size(), 1u);
+  EXPECT_TRUE(said()[0].warning);
+  EXPECT_EQ(said()[0].notice,
+            "rank 3 (host-b) is a straggler: score 0.50 in section fwd (median 0.200 s; fastest rank 0.100 s)");
+  EXPECT_TRUE(Got(1, JobEvent::Kind::kDiagnosis).empty());
+  JobStatusView v = s->Overview();
+  ASSERT_EQ(v.sections.size(), 4u);
+  EXPECT_EQ(v.sections[3].host, "host-b");
+  EXPECT_DOUBLE_EQ(v.sections[3].score, 0.5);
+  EXPECT_TRUE(v.sections[3].straggler);
+  EXPECT_FALSE(v.sections[2].straggler);
+  EXPECT_DOUBLE_EQ(v.straggler_threshold, 0.75);
+  ASSERT_EQ(v.events.size(), 1u);
+  EXPECT_EQ(v.events[0].second, said()[0].notice);
+  ASSERT_EQ(v.epochs.size(), 1u);
+  EXPECT_EQ(v.epochs[0].ranks, 4);
+  EXPECT_FALSE(v.epochs[0].end_ms);
+  // It catches up: one more line, three windows later.
+  for (int window = 0; window < 3; ++window) {
+    s->ReportProgress(1, Sections(2, 0.101, 0.101));
+    s->Tick();
+    Advance(5s);
+  }
+  ASSERT_EQ(said().size(), 2u);
+  EXPECT_NE(said()[1].notice.find("rank 3 (host-b) is no longer a straggler"), std::string::npos);
+  EXPECT_FALSE(s->Overview().sections[3].straggler);
+  EXPECT_EQ(s->State(), JobState::kRunning);
+}
+
 }  // namespace
 }  // namespace distrun

@@ -120,6 +120,7 @@ void CoordinationService::GoOnWithout(const std::vector<int>& gone, bool member,
 
 void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
   held_failure_.reset();  // a failure held while a node was lost came from that loss
+  EpochEnded(event.notice.empty() ? "restart after " + DescribeFailure(event.root_cause) : event.notice);
   grow_at_.reset();       // the arrivals that waited for it take their seats in this epoch (scale-up)
   membership_.NextEpoch();
   round_ = membership_.epoch();
@@ -145,6 +146,8 @@ void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
   assignments_.clear();
   hang_watch_.Reset();  // new workers, new steps
   stall_said_ = false;
+  node_sections_.clear();
+  straggler_watch_ = StragglerWatch(config_.straggler);
   state_ = JobState::kRendezvous;
   round_deadline_ = Now() + config_.initialization_timeout;
   restart_event_ = event;
