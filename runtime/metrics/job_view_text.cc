@@ -1,0 +1,253 @@
+#include "runtime/metrics/job_view_text.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "runtime/metrics/prometheus_text.h"
+
+namespace distrun {
+namespace {
+
+const char* StateName(JobState state) {
+  static constexpr const char* kStates[] = {"rendezvous", "running", "succeeded", "stopped"};
+  return kStates[static_cast<size_t>(state)];
+}
+
+// A finite number as JSON; null for what JSON cannot hold.
+void Number(std::string& out, double value) {
+  if (!std::isfinite(value)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  out += buf;
+}
+
+void Key(std::string& out, const char* key) {
+  out += '"';
+  out += key;
+  out += "\":";
+}
+
+}  // namespace
+
+std::string JsonQuote(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JobMetricsText(const JobStatusView& view) {
+  PrometheusText p;
+  p.Family("distrun_ranks", "gauge", "Ranks (worker processes) of the current epoch that report progress or sections.");
+  std::map<int, std::string> hosts;
+  for (const RankProgress& r : view.ranks) hosts[r.rank] = r.host;
+  for (const RankSectionMedians& s : view.sections) hosts.emplace(s.rank, s.host);
+  p.Sample(static_cast<double>(hosts.size()));
+  p.Family("distrun_nodes", "gauge", "Nodes of the current epoch.");
+  p.Sample(view.num_nodes);
+  p.Family("distrun_epoch", "gauge", "The job's current epoch (one more after each restart or lost node).");
+  p.Sample(view.epoch);
+  p.Family("distrun_running", "gauge", "1 while the job's workers run, 0 while it forms or after it ended.");
+  p.Sample(view.state == JobState::kRunning ? 1 : 0);
+  p.Family("distrun_uptime_seconds", "gauge", "Seconds since node 0's coordination service started.");
+  p.Sample(static_cast<double>(view.uptime_ms) / 1000);
+  p.Family("distrun_restarts_total", "counter", "Epochs begun after a worker failure.");
+  p.Sample(view.restarts);
+  p.Family("distrun_nodes_lost_total", "counter", "Nodes lost (silent, or their distrun gone).");
+  p.Sample(view.nodes_lost);
+  p.Family("distrun_hung", "gauge", "1 when the hang watch declared the current epoch hung.");
+  p.Sample(view.hung ? 1 : 0);
+  p.Family("distrun_stragglers", "gauge", "Ranks named stragglers now (distrun --straggler-threshold).");
+  int stragglers = 0;
+  for (const RankSectionMedians& s : view.sections) stragglers += s.straggler ? 1 : 0;
+  p.Sample(stragglers);
+  p.Family("distrun_straggler_threshold", "gauge", "A rank scoring below this for several windows is a straggler.");
+  p.Sample(view.straggler_threshold);
+
+  p.Family("distrun_rank_step", "gauge", "The step each rank reported last (distrun.progress).");
+  for (const RankProgress& r : view.ranks) {
+    p.Sample({{"rank", std::to_string(r.rank)}, {"host", r.host}}, static_cast<double>(r.step));
+  }
+  p.Family("distrun_rank_steps_per_second", "gauge", "Each rank's steps per second over the last minute.");
+  for (const RankProgress& r : view.ranks) {
+    p.Sample({{"rank", std::to_string(r.rank)}, {"host", r.host}}, r.steps_per_second);
+  }
+  p.Family("distrun_rank_step_age_seconds", "gauge", "Seconds since each rank's step last changed.");
+  for (const RankProgress& r : view.ranks) {
+    p.Sample({{"rank", std::to_string(r.rank)}, {"host", r.host}}, static_cast<double>(r.advanced_ms_ago) / 1000);
+  }
+  p.Family("distrun_rank_section_seconds", "gauge",
+           "The median time of each rank's recent runs of a section (distrun.section).");
+  for (const RankSectionMedians& s : view.sections) {
+    for (const auto& [name, median] : s.median_s) {
+      p.Sample({{"rank", std::to_string(s.rank)}, {"host", s.host}, {"section", name}}, median);
+    }
+  }
+  p.Family("distrun_rank_straggler_score", "gauge",
+           "The fastest rank's median time in a section divided by this rank's, in its worst section (1: as "
+           "fast as the fastest).");
+  for (const RankSectionMedians& s : view.sections) {
+    if (s.score >= 0) p.Sample({{"rank", std::to_string(s.rank)}, {"host", s.host}}, s.score);
+  }
+  p.Family("distrun_rank_straggler", "gauge", "1 for a rank named a straggler now.");
+  for (const RankSectionMedians& s : view.sections) {
+    if (s.score >= 0) p.Sample({{"rank", std::to_string(s.rank)}, {"host", s.host}}, s.straggler ? 1 : 0);
+  }
+  return p.text();
+}
+
+std::string JobJson(const JobStatusView& view) {
+  std::string out;
+  out.reserve(256 + 256 * (view.ranks.size() + view.sections.size()));
+  out += '{';
+  Key(out, "run_id");
+  out += JsonQuote(view.run_id);
+  out += ',';
+  Key(out, "state");
+  out += JsonQuote(StateName(view.state));
+  out += ',';
+  Key(out, "epoch");
+  out += std::to_string(view.epoch);
+  out += ',';
+  Key(out, "uptime_s");
+  Number(out, static_cast<double>(view.uptime_ms) / 1000);
+  out += ',';
+  Key(out, "restarts");
+  out += std::to_string(view.restarts);
+  out += ',';
+  Key(out, "nodes_lost");
+  out += std::to_string(view.nodes_lost);
+  out += ',';
+  Key(out, "num_nodes");
+  out += std::to_string(view.num_nodes);
+  out += ',';
+  Key(out, "hung");
+  out += view.hung ? "true" : "false";
+  out += ',';
+  Key(out, "history");
+  out += JsonQuote(view.history);
+  out += ',';
+  Key(out, "straggler_threshold");
+  Number(out, view.straggler_threshold);
+  out += ',';
+  Key(out, "sections");
+  out += view.sections.empty() ? "false" : "true";
+  out += ',';
+  Key(out, "epochs");
+  out += '[';
+  for (size_t i = 0; i < view.epochs.size(); ++i) {
+    const EpochSpan& e = view.epochs[i];
+    if (i > 0) out += ',';
+    out += "{\"epoch\":" + std::to_string(e.epoch) + ",\"start_s\":";
+    Number(out, static_cast<double>(e.start_ms) / 1000);
+    out += ",\"end_s\":";
+    if (e.end_ms) {
+      Number(out, static_cast<double>(*e.end_ms) / 1000);
+    } else {
+      out += "null";
+    }
+    out += ",\"ranks\":" + std::to_string(e.ranks) + ",\"end\":" + JsonQuote(e.end) + '}';
+  }
+  out += "],";
+
+  // Every rank that reports steps or sections, by rank.
+  struct Row {
+    const RankProgress* progress = nullptr;
+    const RankSectionMedians* sections = nullptr;
+  };
+  std::map<int, Row> rows;
+  for (const RankProgress& r : view.ranks) rows[r.rank].progress = &r;
+  for (const RankSectionMedians& s : view.sections) rows[s.rank].sections = &s;
+  Key(out, "num_ranks");
+  out += std::to_string(rows.size());
+  out += ',';
+  Key(out, "ranks");
+  out += '[';
+  bool first = true;
+  for (const auto& [rank, row] : rows) {
+    if (!first) out += ',';
+    first = false;
+    const RankProgress* p = row.progress;
+    const RankSectionMedians* s = row.sections;
+    out += "{\"rank\":" + std::to_string(rank) + ",\"host\":" + JsonQuote(p ? p->host : s->host);
+    out += ",\"pid\":";
+    out += p && p->pid > 0 ? std::to_string(p->pid) : "null";
+    out += ",\"step\":";
+    out += p ? std::to_string(p->step) : "null";
+    out += ",\"step_time_s\":";
+    if (p && p->steps_per_second > 0) {
+      Number(out, 1 / p->steps_per_second);
+    } else {
+      out += "null";
+    }
+    out += ",\"steps_per_second\":";
+    if (p) {
+      Number(out, p->steps_per_second);
+    } else {
+      out += "null";
+    }
+    out += ",\"advanced_s_ago\":";
+    if (p) {
+      Number(out, static_cast<double>(p->advanced_ms_ago) / 1000);
+    } else {
+      out += "null";
+    }
+    out += ",\"score\":";
+    if (s && s->score >= 0) {
+      Number(out, s->score);
+    } else {
+      out += "null";
+    }
+    out += ",\"straggler\":";
+    out += s && s->straggler ? "true" : "false";
+    out += ",\"section\":" + JsonQuote(s ? s->section : "");
+    out += ",\"sections\":{";
+    if (s) {
+      bool first_section = true;
+      for (const auto& [name, median] : s->median_s) {
+        if (!first_section) out += ',';
+        first_section = false;
+        out += JsonQuote(name) + ':';
+        Number(out, median);
+      }
+    }
+    out += "},\"hung\":";
+    out += view.hung ? "true" : "false";
+    out += '}';
+  }
+  out += "],";
+  Key(out, "events");
+  out += '[';
+  for (size_t i = 0; i < view.events.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"t_s\":";
+    Number(out, static_cast<double>(view.events[i].first) / 1000);
+    out += ",\"text\":" + JsonQuote(view.events[i].second) + '}';
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace distrun

@@ -1,0 +1,85 @@
+#include "runtime/metrics/job_view_text.h"
+
+#include <gtest/gtest.h>
+
+namespace distrun {
+namespace {
+
+JobStatusView TwoRanks() {
+  JobStatusView v;
+  v.state = JobState::kRunning;
+  v.epoch = 2;
+  v.num_nodes = 1;
+  v.run_id = "r\"1";
+  v.uptime_ms = 12'500;
+  v.restarts = 1;
+  v.nodes_lost = 1;
+  v.straggler_threshold = 0.75;
+  RankProgress r0;
+  r0.rank = 0;
+  r0.step = 40;
+  r0.steps_per_second = 2;
+  r0.host = "node-a";
+  v.ranks.push_back(r0);
+  RankSectionMedians s0;
+  s0.rank = 0;
+  s0.host = "node-a";
+  s0.median_s = {{"fwd", 0.1}};
+  s0.score = 1;
+  s0.section = "fwd";
+  RankSectionMedians s1 = s0;
+  s1.rank = 1;
+  s1.host = "node-\"b\"";
+  s1.median_s = {{"fwd", 0.2}};
+  s1.score = 0.5;
+  s1.straggler = true;
+  v.sections = {s0, s1};
+  v.epochs = {{1, 0, 8'000, 2, "restart after rank 1 exited with code 3"}, {2, 8'100, std::nullopt, 2, ""}};
+  v.events = {{9'000, "rank 1 (node-\"b\") is a straggler"}};
+  return v;
+}
+
+TEST(JobMetricsText, ShowsTheJobAndEveryRankLabelledByRankAndHost) {
+  const std::string text = JobMetricsText(TwoRanks());
+  EXPECT_NE(text.find("# TYPE distrun_restarts_total counter\ndistrun_restarts_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find("\ndistrun_epoch 2\n"), std::string::npos);
+  EXPECT_NE(text.find("\ndistrun_ranks 2\n"), std::string::npos);  // rank 1 marks sections only
+  EXPECT_NE(text.find("\ndistrun_stragglers 1\n"), std::string::npos);
+  EXPECT_NE(text.find("distrun_rank_step{rank=\"0\",host=\"node-a\"} 40\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("distrun_rank_section_seconds{rank=\"1\",host=\"node-\\\"b\\\"\",section=\"fwd\"} 0.2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("distrun_rank_straggler_score{rank=\"1\",host=\"node-\\\"b\\\"\"} 0.5\n"), std::string::npos);
+  EXPECT_EQ(text.find("job="), std::string::npos);
+  EXPECT_EQ(text.find("instance="), std::string::npos);
+}
+
+TEST(JobJson, HoldsWhatThePageReads) {
+  const std::string json = JobJson(TwoRanks());
+  EXPECT_NE(json.find("\"run_id\":\"r\\\"1\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"state\":\"running\",\"epoch\":2,\"uptime_s\":12.5,\"restarts\":1,\"nodes_lost\":1"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"epoch\":2,\"start_s\":8.1,\"end_s\":null,\"ranks\":2,\"end\":\"\"}"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"num_ranks\":2"), std::string::npos);
+  // Rank 0 reports steps and sections; rank 1 sections only: no step, a score.
+  EXPECT_NE(json.find("{\"rank\":0,\"host\":\"node-a\",\"pid\":null,\"step\":40,\"step_time_s\":0.5,"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"rank\":1,\"host\":\"node-\\\"b\\\"\",\"pid\":null,\"step\":null,\"step_time_s\":null,"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"score\":0.5,\"straggler\":true,\"section\":\"fwd\",\"sections\":{\"fwd\":0.2}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"events\":[{\"t_s\":9,\"text\":\"rank 1 (node-\\\"b\\\") is a straggler\"}]"),
+            std::string::npos);
+}
+
+TEST(JsonQuote, EscapesWhatJsonCannotHoldRaw) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+}
+
+}  // namespace
+}  // namespace distrun
