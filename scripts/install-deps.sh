@@ -9,7 +9,8 @@ build_pkgs=(build-essential cmake ninja-build pkg-config
 test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   python3 python3-yaml python3-mpi4py python3-torch python3-venv python3-pip python3-wheel
   iproute2 nftables procps util-linux groff man-db gdb debootstrap
-  openssh-client openssh-server pdsh)
+  openssh-client openssh-server pdsh
+  prometheus chromium)
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do
@@ -18,7 +19,8 @@ done
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  # Debian starts a package's services on install (munged, slurmd, and sshd on port 22 of this machine);
+  # Debian starts a package's services on install (munged, slurmd, prometheus on port 9090, and sshd on port
+  # 22 of this machine);
   # the test labs run their own, in their own network namespaces. A policy-rc.d that denies every start
   # while apt runs, unless the machine has one already (Docker's images do), removed afterwards.
   made_policy=

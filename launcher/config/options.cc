@@ -503,6 +503,40 @@ const std::vector<OptionSpec> kTable = {
        }
        if (o.stall_warning_s < 1) Bad(where, v, kUse);
      }},
+    {"straggler-threshold", "SCORE",
+     "a rank is a straggler when its score (the fastest rank's median time in a section / its own, from "
+     "distrun.section) stays below SCORE for 3 windows of 5 s (default 0.75)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       char* end = nullptr;
+       const double score = std::strtod(v.c_str(), &end);
+       if (v.empty() || *end != '\0' || !(score > 0 && score < 1)) {
+         Bad(where, v, "use a score between 0 and 1, such as 0.75");
+       }
+       o.straggler_threshold = score;
+     }},
+    {"metrics-address", "HOST:PORT",
+     "node 0 serves the job there over HTTP: Prometheus metrics (/metrics), a live page (/) and /job.json; "
+     "port 0: one the OS picks (off by default)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       HostPort hp;
+       try {
+         // Port 0 (the OS picks) is valid here, though not for a coordinator.
+         hp = ParseHostPort(where, v.ends_with(":0") ? v.substr(0, v.size() - 1) + "1" : v);
+       } catch (const std::exception&) {
+         Bad(where, v, "use HOST:PORT, such as 127.0.0.1:9400 or 0.0.0.0:9400");
+       }
+       if (hp.host.empty() || !hp.port) Bad(where, v, "use HOST:PORT, such as 127.0.0.1:9400 or 0.0.0.0:9400");
+       o.metrics_address = v;
+     }},
+    {"metrics-token-file", "FILE",
+     "every request to --metrics-address must carry `Authorization: Bearer TOKEN`, TOKEN being FILE's content",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v.empty()) Bad(where, v, "name a file that holds the token");
+       o.metrics_token_file = v;
+     }},
     {"initialization-timeout", "SECONDS", "how long rendezvous waits for every node to join", "300",
      [](Options& o, const std::string& where, const std::string& v) {
        o.initialization_timeout_s = ParseSeconds(where, v);

@@ -97,6 +97,11 @@ struct Options {
   // The hang watch (runtime/service/hang_watch.h): armed by the workers' progress reports.
   std::optional<double> hang_timeout_s;  // unset: learned from the step interval; 0: off
   double stall_warning_s = 300;          // without progress reports: warn after this much quiet; 0: never
+  double straggler_threshold = 0.75;     // a rank's section score below it, window after window: a straggler
+
+  // What node 0 shows of the job (runtime/metrics/): Prometheus' /metrics, the page, /job.json.
+  std::optional<std::string> metrics_address;     // HOST:PORT; unset: none
+  std::optional<std::string> metrics_token_file;  // a bearer token every request must carry
 
   CpuBind cpu_bind = CpuBind::kNone;  // CPU affinity of each worker
 

@@ -27,7 +27,8 @@ void Unwatch(int epoll_fd, int fd) { ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nu
 }  // namespace
 
 bool LazyLink::MayFit(const Options& options) {
-  return !options.join && !options.elastic && !options.node_check;
+  // --metrics-address: the job's page and metrics are served from the start.
+  return !options.join && !options.elastic && !options.node_check && !options.metrics_address;
 }
 
 bool LazyLink::Fits(const Plan& plan, const Options& options) {

@@ -3,6 +3,9 @@
 #include <spdlog/logger.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <utility>
 
@@ -12,6 +15,7 @@
 #include "runtime/agent/agent.h"
 #include "runtime/auth/agent_identity.h"
 #include "runtime/io/listening_socket.h"
+#include "runtime/metrics/observe_server.h"
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_server.h"
 
@@ -66,6 +70,7 @@ JobDecision ToDecision(const JobEvent& e) {
     case JobEvent::Kind::kDiagnosis:
       d.kind = JobDecision::Kind::kDiagnosis;
       d.reason = e.notice;
+      d.warning = e.warning;
       break;
     case JobEvent::Kind::kFailover:
       d.kind = JobDecision::Kind::kFailover;
@@ -190,7 +195,11 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   const std::filesystem::path stacks_dir = options.log_dir
                                                ? std::filesystem::path(*options.log_dir)
                                                : std::filesystem::path(env.GetOr("TMPDIR", "/tmp"));
-  if (node_rank_ == 0) StartService(plan, options, stacks_dir, held);
+  PrepareObserver(options);
+  if (node_rank_ == 0) {
+    StartService(plan, options, stacks_dir, held);
+    StartObserver(/*takeover=*/false);
+  }
   if (options.join) log_->info("arriving at the running job at {}", *options.join);
 
   AgentConfig config;
@@ -281,7 +290,48 @@ ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& op
     sc.fence_wait = heartbeat + kFenceMargin;
   }
   sc.freeze_grace = kFreezeGrace;
+  sc.straggler.threshold = options.straggler_threshold;
   return sc;
+}
+
+void RuntimeLink::PrepareObserver(const Options& options) {
+  if (!options.metrics_address) return;
+  auto config = std::make_unique<ObserveConfig>();
+  const std::string& address = *options.metrics_address;
+  const bool any_port = address.ends_with(":0");
+  const HostPort hp = ParseHostPort("--metrics-address", any_port ? address.substr(0, address.size() - 1) + "1" : address);
+  config->host = hp.host;
+  config->port = any_port ? 0 : hp.port.value_or(0);
+  if (options.metrics_token_file) {
+    std::ifstream in(*options.metrics_token_file);
+    std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    if (!in.good() && !in.eof()) token.clear();
+    if (token.empty()) {
+      throw UsageError("--metrics-token-file " + *options.metrics_token_file +
+                       ": cannot read a token from it; give a readable file that holds one line");
+    }
+    config->bearer_token = std::move(token);
+  }
+  config->job_token = token_;
+  config->stacks_json = [](const StacksReply& reply) { return StacksTreeJson(reply); };
+  observe_config_ = std::move(config);
+}
+
+void RuntimeLink::StartObserver(bool takeover) {
+  if (!observe_config_ || !service_) return;
+  try {
+    observe_ = std::make_unique<ObserveServer>(*service_, *observe_config_);
+  } catch (const std::exception& e) {
+    const std::string what = std::string("cannot serve the job's metrics and page at ") +
+                             FormatHostPort(observe_config_->host, observe_config_->port) + ": " + e.what();
+    if (takeover) {
+      log_->warn("{}; this coordinator goes on without them", what);
+      return;
+    }
+    throw UsageError(what + "; choose another --metrics-address");
+  }
+  log_->info("job page and metrics at {}", observe_->url());
 }
 
 GrpcServerConfig RuntimeLink::MakeServerConfig(const Plan& plan, const Options& options) const {
@@ -406,6 +456,8 @@ std::optional<FailoverTarget> RuntimeLink::TurnToStandby(const std::string& why)
                 worker_address_, why, e.what());
     return std::nullopt;
   }
+  if (observe_config_) observe_config_->job_token = token_;
+  StartObserver(/*takeover=*/true);
   log_->warn(
       "lost the job's coordinator at {} ({}); this node, its standby, serves the job on {} and takes it over "
       "once a majority of the last epoch's nodes reach it",
@@ -443,6 +495,7 @@ void RuntimeLink::Finish() {
 RuntimeLink::~RuntimeLink() {
   Finish();
   agent_.reset();
+  observe_.reset();
   server_.reset();
   service_.reset();
 }

@@ -27,6 +27,8 @@ namespace distrun {
 class Agent;
 class CoordinationService;
 class GrpcServer;
+class ObserveServer;
+struct ObserveConfig;
 class ListeningSocket;
 struct FailoverTarget;
 struct GrpcServerConfig;
@@ -64,6 +66,12 @@ class RuntimeLink final : public JobLink {
   ServiceConfig MakeServiceConfig(const Plan& plan, const Options& options,
                                   const std::filesystem::path& stacks_dir) const;
   GrpcServerConfig MakeServerConfig(const Plan& plan, const Options& options) const;
+  // --metrics-address and --metrics-token-file, for node 0 and a standby. Throws UsageError for a token
+  // file that cannot be read.
+  void PrepareObserver(const Options& options);
+  // Serves them beside service_ (node 0's, or the standby's after a takeover); a port that cannot be bound
+  // is an error at node 0's start (JobLinkError) and a warning after a takeover.
+  void StartObserver(bool takeover);
   void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir,
                     const HeldPort* held);
   // An elastic job's node other than node 0: binds the port it would serve the job on as the epoch's
@@ -99,6 +107,9 @@ class RuntimeLink final : public JobLink {
   std::string worker_address_;
   std::unique_ptr<CoordinationService> service_;
   std::unique_ptr<GrpcServer> server_;
+  // --metrics-address: what node 0 (or the standby that took the job over) serves of the job.
+  std::unique_ptr<ObserveConfig> observe_config_;
+  std::unique_ptr<ObserveServer> observe_;
   // The standby's side: its bound port and address, the service and server it would start, and where the
   // latest assignment says to turn (this node's own address when it is the standby; empty: nowhere).
   std::shared_ptr<ListeningSocket> standby_port_;

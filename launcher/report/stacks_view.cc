@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -10,14 +11,14 @@
 #include "diagnosis/stack_parse.h"
 #include "diagnosis/stack_report.h"
 #include "diagnosis/stack_tree.h"
+#include "launcher/report/report_value.h"
 
 namespace distrun {
 
 namespace {
 constexpr size_t kNamedOddRanks = 4;
-}  // namespace
 
-StacksPicture DrawStacks(const StacksReply& reply, size_t max_lines) {
+std::vector<RankStack> ParsedStacks(const StacksReply& reply) {
   std::vector<RankStack> ranks;
   ranks.reserve(reply.workers.size());
   for (const WorkerStack& w : reply.workers) {
@@ -34,6 +35,36 @@ StacksPicture DrawStacks(const StacksReply& reply, size_t max_lines) {
     }
     ranks.push_back(std::move(r));
   }
+  return ranks;
+}
+
+ReportValue TreeNode(const StackTree& tree, int id) {
+  const StackNode& node = tree.node(id);
+  std::vector<int> children = node.children;
+  std::stable_sort(children.begin(), children.end(),
+                   [&](int a, int b) { return tree.node(a).ranks.size() > tree.node(b).ranks.size(); });
+  ReportList kids;
+  for (int child : children) kids.push_back(TreeNode(tree, child));
+  return ReportMap{{"label", tree.label(id)},
+                   {"ranks", node.ranks.ToString()},
+                   {"count", static_cast<int>(node.ranks.size())},
+                   {"children", std::move(kids)}};
+}
+
+}  // namespace
+
+std::string StacksTreeJson(const StacksReply& reply) {
+  StackTree tree = StackTree::Build(ParsedStacks(reply));
+  ReportList missing;
+  for (const std::string& m : reply.missing) missing.push_back(m);
+  return ToJson(ReportMap{{"ranks", static_cast<int>(tree.ranks().size())},
+                          {"missing", std::move(missing)},
+                          {"tree", TreeNode(tree, StackTree::kRoot)}},
+                0);
+}
+
+StacksPicture DrawStacks(const StacksReply& reply, size_t max_lines) {
+  std::vector<RankStack> ranks = ParsedStacks(reply);
   StackTree tree = StackTree::Build(ranks);
   StacksPicture picture;
   picture.screen = RenderSummary(tree, ranks, max_lines);

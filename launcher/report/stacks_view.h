@@ -27,6 +27,11 @@ struct StacksPicture {
 
 StacksPicture DrawStacks(const StacksReply& reply, size_t max_lines);
 
+// The merged tree as the job's page draws it (runtime/metrics/observe_server.h's /stacks.json):
+// {"ranks": N, "missing": [...], "tree": {"label", "ranks" ("0-3,5"), "count", "children": [...]}}, the
+// children of a node largest first.
+std::string StacksTreeJson(const StacksReply& reply);
+
 // Writes `text` to a new file in `dir` named "stacks-<UTC time>[-N].txt"; returns its path, or "" with
 // *problem saying why not.
 std::string WriteStacksFile(const std::filesystem::path& dir, const std::string& text, std::string* problem);
