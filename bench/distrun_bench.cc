@@ -19,6 +19,7 @@
 //   distrun-bench standby [--sets N]   (what write-through to the standby adds to a key-value set)
 //   distrun-bench takeover [--agents N[,N...]] [--trials K] [--threads T] [--job-keys K]
 //                          (node 0 lost: the standby's service from its copy to every survivor's next epoch)
+//   distrun-bench scrape [--ranks N[,N...]] [--scrapes K]   (--metrics-address's cost at node 0)
 //   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N] [--as-built 1]
 //                       (the hot path's ratios, ~1 min; of installed copies of the programs unless
 //                       --as-built)
@@ -50,19 +51,24 @@ int TorchStoreBench(const Flags& flags);
 int PythonSiteBench(const Flags& flags);
 int StandbyBench(const Flags& flags);
 int TakeoverBench(const Flags& flags);
+int ScrapeBench(const Flags& flags);
 }  // namespace distrun::bench
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: distrun-bench detect|launch|rendezvous|kv|agent-memory|failure|srun|elastic|stack-merge|"
-    "torch-store|python-site|standby|takeover|guard "
+    "torch-store|python-site|standby|takeover|scrape|guard "
     "[--flag value ...]\n"
     "(see the comment at the top of bench/distrun_bench.cc, and bench/RESULTS.md)\n";
 
 int Dispatch(const std::string& which, int argc, char** argv) {
   using distrun::bench::Flags;
   const std::string default_distrun = "build/release/distrun";
+  if (which == "scrape") {
+    Flags f(argc, argv, 2, {"ranks", "scrapes"});
+    return distrun::bench::ScrapeBench(f);
+  }
   if (which == "detect") {
     Flags f(argc, argv, 2, {"distrun", "runs"});
     int runs = static_cast<int>(f.Int("runs", 200));

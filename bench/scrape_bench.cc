@@ -1,0 +1,173 @@
+// `distrun-bench scrape [--ranks N[,N...]] [--scrapes K]`: what --metrics-address costs node 0 with N ranks
+// (issue 48's goal: a scrape of 10,000 ranks under 100 ms, no effect on the job's heartbeats).
+//
+// A real coordination service with N/8 nodes of 8 ranks each, joined and running, every node's progress
+// report carrying its ranks' steps and two sections' medians (as the straggler watch then judges them),
+// served by the real ObserveServer on loopback. Measured: the latency of GET /metrics and GET /job.json over
+// HTTP (median and slowest of K), the bodies' sizes, node 0's CPU per scrape (this process's, the client's
+// reading included), and how long one scrape holds the service's lock (CoordinationService::Overview:
+// every heartbeat, report and key-value call waits behind it), and one straggler window's judgement
+// (StragglerWatch::Evaluate) of N ranks.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "flags.h"
+#include "runtime/metrics/observe_server.h"
+#include "runtime/service/service.h"
+#include "runtime/service/straggler_watch.h"
+
+namespace distrun::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// The whole reply to GET `path`; empty on failure.
+std::string Get(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.1\r\nHost: bench\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[1 << 16];
+      for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) reply.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return reply;
+}
+
+struct Timing {
+  double median_ms = 0;
+  double max_ms = 0;
+  size_t bytes = 0;
+  double cpu_ms = 0;  // per scrape
+};
+
+Timing Scrape(int port, const std::string& path, int scrapes) {
+  std::vector<double> ms;
+  Timing t;
+  const double cpu0 = CpuSeconds();
+  for (int i = 0; i < scrapes; ++i) {
+    const auto start = Clock::now();
+    const std::string reply = Get(port, path);
+    ms.push_back(Ms(Clock::now() - start));
+    t.bytes = reply.size();
+    if (reply.rfind("HTTP/1.1 200", 0) != 0) throw std::runtime_error("GET " + path + " failed");
+  }
+  t.cpu_ms = (CpuSeconds() - cpu0) * 1000 / scrapes;
+  std::sort(ms.begin(), ms.end());
+  t.median_ms = ms[ms.size() / 2];
+  t.max_ms = ms.back();
+  return t;
+}
+
+}  // namespace
+
+int ScrapeBench(const Flags& flags) {
+  const std::string list = flags.Get("ranks", "1000,10000");
+  const int scrapes = static_cast<int>(flags.Int("scrapes", 20));
+  std::string json = "[";
+  size_t from = 0;
+  while (from <= list.size()) {
+    const size_t comma = std::min(list.find(',', from), list.size());
+    const int ranks = std::stoi(list.substr(from, comma - from));
+    from = comma + 1;
+    constexpr int kPerNode = 8;
+    const int nodes = (ranks + kPerNode - 1) / kPerNode;
+    ServiceConfig c;
+    c.num_nodes = nodes;
+    c.run_id = "bench";
+    c.heartbeat_timeout = std::chrono::hours(1);
+    CoordinationService service(c);
+    for (int n = 0; n < nodes; ++n) {
+      uint64_t id = 0;
+      service.AttachAgent(n, [](const JobEvent&) {}, &id);
+    }
+    for (int n = 0; n < nodes; ++n) {
+      NodeJoin j;
+      j.node_rank = n;
+      j.num_nodes = nodes;
+      j.host = "node" + std::to_string(n);
+      j.local_workers = kPerNode;
+      j.run_id = "bench";
+      service.Join(j, [](const Status&, const NodeAssignment&) {});
+    }
+    std::vector<RankSections> judged;
+    for (int n = 0; n < nodes; ++n) {
+      NodeProgress p;
+      p.workers = kPerNode;
+      for (int r = n * kPerNode; r < (n + 1) * kPerNode; ++r) {
+        RankProgress rp;
+        rp.rank = r;
+        rp.step = 1000 + r % 7;
+        rp.steps_per_second = 2.5;
+        rp.pid = 10000 + r;
+        p.ranks.push_back(rp);
+        const double fwd = 0.100 + 0.001 * (r % 13) + (r == 7 ? 0.1 : 0);
+        p.sections.push_back({r, {{"fwd", fwd}, {"bwd", 2 * fwd}}, "", -1, false, ""});
+        judged.push_back({r, "node" + std::to_string(n), {{"fwd", fwd}, {"bwd", 2 * fwd}}});
+      }
+      service.ReportProgress(n, p);
+    }
+    service.Tick();  // the first straggler window
+
+    StragglerWatch watch;
+    auto start = Clock::now();
+    watch.Evaluate(judged);
+    const double evaluate_ms = Ms(Clock::now() - start);
+    std::vector<double> overview_ms;
+    for (int i = 0; i < scrapes; ++i) {
+      start = Clock::now();
+      JobStatusView v = service.Overview();
+      overview_ms.push_back(Ms(Clock::now() - start));
+    }
+    std::sort(overview_ms.begin(), overview_ms.end());
+
+    ObserveConfig oc;
+    oc.host = "127.0.0.1";
+    ObserveServer server(service, oc);
+    const Timing metrics = Scrape(server.port(), "/metrics", scrapes);
+    const Timing job = Scrape(server.port(), "/job.json", scrapes);
+    std::printf(
+        "%6d ranks: GET /metrics %6.1f ms median (slowest %6.1f), %8zu bytes, %6.1f ms CPU; GET /job.json %6.1f "
+        "ms (slowest %6.1f), %8zu bytes, %6.1f ms CPU; the service's lock held %5.1f ms per scrape; a "
+        "straggler window %5.1f ms\n",
+        ranks, metrics.median_ms, metrics.max_ms, metrics.bytes, metrics.cpu_ms, job.median_ms, job.max_ms,
+        job.bytes, job.cpu_ms, overview_ms[overview_ms.size() / 2], evaluate_ms);
+    char entry[512];
+    std::snprintf(entry, sizeof entry,
+                  "%s{\"ranks\":%d,\"metrics_ms\":%.2f,\"metrics_max_ms\":%.2f,\"metrics_bytes\":%zu,"
+                  "\"metrics_cpu_ms\":%.2f,\"job_json_ms\":%.2f,\"job_json_bytes\":%zu,\"overview_ms\":%.2f,"
+                  "\"straggler_window_ms\":%.2f}",
+                  json.size() > 1 ? "," : "", ranks, metrics.median_ms, metrics.max_ms, metrics.bytes,
+                  metrics.cpu_ms, job.median_ms, job.bytes, overview_ms[overview_ms.size() / 2], evaluate_ms);
+    json += entry;
+  }
+  std::printf("%s]\n", json.c_str());
+  return 0;
+}
+
+}  // namespace distrun::bench
