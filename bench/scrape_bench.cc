@@ -104,7 +104,8 @@ int ScrapeBench(const Flags& flags) {
     CoordinationService service(c);
     for (int n = 0; n < nodes; ++n) {
       uint64_t id = 0;
-      service.AttachAgent(n, [](const JobEvent&) {}, &id);
+      service.AttachAgent(
+          n, [](const JobEvent&) {}, &id);
     }
     for (int n = 0; n < nodes; ++n) {
       NodeJoin j;
@@ -152,7 +153,8 @@ int ScrapeBench(const Flags& flags) {
     const Timing metrics = Scrape(server.port(), "/metrics", scrapes);
     const Timing job = Scrape(server.port(), "/job.json", scrapes);
     std::printf(
-        "%6d ranks: GET /metrics %6.1f ms median (slowest %6.1f), %8zu bytes, %6.1f ms CPU; GET /job.json %6.1f "
+        "%6d ranks: GET /metrics %6.1f ms median (slowest %6.1f), %8zu bytes, %6.1f ms CPU; GET /job.json "
+        "%6.1f "
         "ms (slowest %6.1f), %8zu bytes, %6.1f ms CPU; the service's lock held %5.1f ms per scrape; a "
         "straggler window %5.1f ms\n",
         ranks, metrics.median_ms, metrics.max_ms, metrics.bytes, metrics.cpu_ms, job.median_ms, job.max_ms,

@@ -13,7 +13,8 @@ _distrun_value_options="--config --cluster-detection-method --coordinator-addres
   --scale-up-notice --change-signal --join --standby-port --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --local-ranks-filter
   --redirects --tee --role --token-file
-  --heartbeat-timeout --hang-timeout --stall-warning --initialization-timeout --coordinator-bind-address
+  --heartbeat-timeout --hang-timeout --stall-warning --straggler-threshold --metrics-address
+  --metrics-token-file --initialization-timeout --coordinator-bind-address
   --cpu-bind --torch-store --munge --munge-socket
   --hosts -H --hostfile --ssh-args --ssh-concurrency --ssh-connect-timeout --remote-distrun --forward-env -x"
 _distrun_verbs="kv barrier progress stacks status check"
@@ -58,7 +59,7 @@ _distrun_values() {
         --forward-env | -x)
             mapfile -t COMPREPLY < <(compgen -e -- "$cur")
             return ;;
-        --config | --token-file | --munge-socket | --hostfile | --remote-distrun)
+        --config | --token-file | --munge-socket | --hostfile | --remote-distrun | --metrics-token-file)
             compopt -o filenames 2>/dev/null
             mapfile -t COMPREPLY < <(compgen -f -- "$cur")
             return ;;

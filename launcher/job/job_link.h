@@ -40,7 +40,7 @@ struct JobDecision {
   // kStop, kRestart: what happened, naming rank, node and host; kNotice: what is coming; kDiagnosis: what
   // the hang watch found (node 0 prints it)
   std::string reason;
-  bool warning = false;  // kDiagnosis: print `reason` as a warning, not an error
+  bool warning = false;    // kDiagnosis: print `reason` as a warning, not an error
   uint64_t stacks_id = 0;  // kStacks: collect this node's workers' stacks and answer (SendStacks)
 };
 

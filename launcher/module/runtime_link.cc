@@ -299,7 +299,8 @@ void RuntimeLink::PrepareObserver(const Options& options) {
   auto config = std::make_unique<ObserveConfig>();
   const std::string& address = *options.metrics_address;
   const bool any_port = address.ends_with(":0");
-  const HostPort hp = ParseHostPort("--metrics-address", any_port ? address.substr(0, address.size() - 1) + "1" : address);
+  const HostPort hp =
+      ParseHostPort("--metrics-address", any_port ? address.substr(0, address.size() - 1) + "1" : address);
   config->host = hp.host;
   config->port = any_port ? 0 : hp.port.value_or(0);
   if (options.metrics_token_file) {

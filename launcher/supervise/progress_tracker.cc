@@ -23,11 +23,12 @@ RankSectionMedians SectionMedians(const Slot& s, ProgressTracker::Clock::time_po
     }
     if (durations.empty()) continue;
     const size_t mid = durations.size() / 2;
-    std::nth_element(durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(mid), durations.end());
+    std::nth_element(durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(mid),
+                     durations.end());
     double median = static_cast<double>(durations[mid]);
     if (durations.size() % 2 == 0) {
-      median = (median + static_cast<double>(*std::max_element(durations.begin(),
-                                                               durations.begin() + static_cast<std::ptrdiff_t>(mid)))) /
+      median = (median + static_cast<double>(*std::max_element(
+                             durations.begin(), durations.begin() + static_cast<std::ptrdiff_t>(mid)))) /
                2;
     }
     m.median_s[name] = median / 1e9;
@@ -93,7 +94,8 @@ void ProgressTracker::Sample(size_t slot, const ProgressSample& sample, Clock::t
   while (s.history.size() > 2 && at - s.history.front().first > kRateWindow) s.history.pop_front();
 }
 
-void ProgressTracker::Sections(size_t slot, const std::vector<SectionSample>& sections, Clock::time_point now) {
+void ProgressTracker::Sections(size_t slot, const std::vector<SectionSample>& sections,
+                               Clock::time_point now) {
   if (slot >= slots_.size() || !slots_[slot].running) return;
   for (const SectionSample& sample : sections) {
     Slot::SectionRuns& runs = slots_[slot].sections[sample.name];
@@ -127,7 +129,8 @@ NodeProgress ProgressTracker::Progress(int epoch, Clock::time_point now) const {
     if (!s.running) continue;
     ++p.workers;
     active = active ? std::max(*active, s.active_at) : s.active_at;
-    if (RankSectionMedians m = SectionMedians(s, now); !m.median_s.empty()) p.sections.push_back(std::move(m));
+    if (RankSectionMedians m = SectionMedians(s, now); !m.median_s.empty())
+      p.sections.push_back(std::move(m));
     if (s.reports == 0) continue;
     RankProgress r;
     r.rank = s.rank;

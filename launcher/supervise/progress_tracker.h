@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/progress/progress_board.h"
@@ -73,7 +73,7 @@ class ProgressTracker {
     std::optional<uint64_t> cpu_ticks;
     Clock::time_point active_at;  // CPU time or output last moved
     struct SectionRuns {
-      uint64_t runs = 0;                                      // the board's count at the last look
+      uint64_t runs = 0;                                         // the board's count at the last look
       std::deque<std::pair<Clock::time_point, int64_t>> recent;  // (seen at, duration ns), latest last
     };
     std::map<std::string, SectionRuns> sections;

@@ -344,7 +344,8 @@ int distrun_progress(int64_t step) {
 int distrun_section_enter(const char* name) {
   BoardSlot& mine = MyBoardSlot();
   if (!mine.board) return DISTRUN_FAILED_PRECONDITION;
-  if (name == nullptr || *name == '\0' || open_runs.depth == OpenRuns::kDepth) return DISTRUN_INVALID_ARGUMENT;
+  if (name == nullptr || *name == '\0' || open_runs.depth == OpenRuns::kDepth)
+    return DISTRUN_INVALID_ARGUMENT;
   int index = -1;
   {
     std::lock_guard lock(mine.names_mu);
@@ -369,7 +370,8 @@ int distrun_section_exit(void) {
   if (!mine.board) return DISTRUN_FAILED_PRECONDITION;
   if (open_runs.depth == 0) return DISTRUN_INVALID_ARGUMENT;
   --open_runs.depth;
-  mine.board->RecordSection(mine.slot, open_runs.index[open_runs.depth], now - open_runs.start_ns[open_runs.depth]);
+  mine.board->RecordSection(mine.slot, open_runs.index[open_runs.depth],
+                            now - open_runs.start_ns[open_runs.depth]);
   return DISTRUN_OK;
 }
 

@@ -57,16 +57,26 @@ void Reply(int fd, const ServerResponse& r, bool head_only) {
 
 std::string HttpStatusLine(int status) {
   switch (status) {
-    case 200: return "200 OK";
-    case 400: return "400 Bad Request";
-    case 401: return "401 Unauthorized";
-    case 403: return "403 Forbidden";
-    case 404: return "404 Not Found";
-    case 405: return "405 Method Not Allowed";
-    case 431: return "431 Request Header Fields Too Large";
-    case 503: return "503 Service Unavailable";
-    case 504: return "504 Gateway Timeout";
-    default: return std::to_string(status) + " Error";
+    case 200:
+      return "200 OK";
+    case 400:
+      return "400 Bad Request";
+    case 401:
+      return "401 Unauthorized";
+    case 403:
+      return "403 Forbidden";
+    case 404:
+      return "404 Not Found";
+    case 405:
+      return "405 Method Not Allowed";
+    case 431:
+      return "431 Request Header Fields Too Large";
+    case 503:
+      return "503 Service Unavailable";
+    case 504:
+      return "504 Gateway Timeout";
+    default:
+      return std::to_string(status) + " Error";
   }
 }
 
@@ -100,7 +110,8 @@ bool ParseServerRequest(const std::string& head, ServerRequest* request) {
 HttpServer::HttpServer(ListeningSocket socket, Handler handler)
     : socket_(std::move(socket)), handler_(std::move(handler)) {
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
-    throw std::runtime_error(std::string("cannot make the HTTP server's wake-up pipe: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot make the HTTP server's wake-up pipe: ") +
+                             std::strerror(errno));
   }
   accept_thread_ = std::thread([this] { AcceptLoop(); });
 }

@@ -22,8 +22,8 @@ namespace distrun {
 
 struct ServerRequest {
   std::string method;
-  std::string path;   // without the query
-  std::string query;  // after '?', undecoded
+  std::string path;                            // without the query
+  std::string query;                           // after '?', undecoded
   std::map<std::string, std::string> headers;  // names lower-cased
 };
 

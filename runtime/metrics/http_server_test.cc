@@ -13,7 +13,8 @@ namespace {
 
 TEST(ParseServerRequest, ReadsTheRequestLineAndHeaders) {
   ServerRequest r;
-  ASSERT_TRUE(ParseServerRequest("GET /job.json?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer t \r\n\r\n", &r));
+  ASSERT_TRUE(
+      ParseServerRequest("GET /job.json?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer t \r\n\r\n", &r));
   EXPECT_EQ(r.method, "GET");
   EXPECT_EQ(r.path, "/job.json");
   EXPECT_EQ(r.query, "x=1");
@@ -67,8 +68,9 @@ TEST(HttpServer, AnswersGetAndHeadAndRefusesTheRest) {
 }
 
 TEST(HttpServer, AHandlersExceptionIsA503) {
-  HttpServer server(ListeningSocket::Open("127.0.0.1", 0),
-                    [](const ServerRequest&) -> ServerResponse { throw std::runtime_error("the job is gone"); });
+  HttpServer server(ListeningSocket::Open("127.0.0.1", 0), [](const ServerRequest&) -> ServerResponse {
+    throw std::runtime_error("the job is gone");
+  });
   const std::string reply = Exchange(server.port(), "GET / HTTP/1.1\r\n\r\n");
   EXPECT_EQ(reply.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << reply;
   EXPECT_NE(reply.find("the job is gone\n"), std::string::npos);

@@ -39,11 +39,21 @@ std::string JsonQuote(const std::string& s) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -60,7 +70,8 @@ std::string JsonQuote(const std::string& s) {
 
 std::string JobMetricsText(const JobStatusView& view) {
   PrometheusText p;
-  p.Family("distrun_ranks", "gauge", "Ranks (worker processes) of the current epoch that report progress or sections.");
+  p.Family("distrun_ranks", "gauge",
+           "Ranks (worker processes) of the current epoch that report progress or sections.");
   std::map<int, std::string> hosts;
   for (const RankProgress& r : view.ranks) hosts[r.rank] = r.host;
   for (const RankSectionMedians& s : view.sections) hosts.emplace(s.rank, s.host);
@@ -83,7 +94,8 @@ std::string JobMetricsText(const JobStatusView& view) {
   int stragglers = 0;
   for (const RankSectionMedians& s : view.sections) stragglers += s.straggler ? 1 : 0;
   p.Sample(stragglers);
-  p.Family("distrun_straggler_threshold", "gauge", "A rank scoring below this for several windows is a straggler.");
+  p.Family("distrun_straggler_threshold", "gauge",
+           "A rank scoring below this for several windows is a straggler.");
   p.Sample(view.straggler_threshold);
 
   p.Family("distrun_rank_step", "gauge", "The step each rank reported last (distrun.progress).");
@@ -96,7 +108,8 @@ std::string JobMetricsText(const JobStatusView& view) {
   }
   p.Family("distrun_rank_step_age_seconds", "gauge", "Seconds since each rank's step last changed.");
   for (const RankProgress& r : view.ranks) {
-    p.Sample({{"rank", std::to_string(r.rank)}, {"host", r.host}}, static_cast<double>(r.advanced_ms_ago) / 1000);
+    p.Sample({{"rank", std::to_string(r.rank)}, {"host", r.host}},
+             static_cast<double>(r.advanced_ms_ago) / 1000);
   }
   p.Family("distrun_rank_section_seconds", "gauge",
            "The median time of each rank's recent runs of a section (distrun.section).");

@@ -41,15 +41,18 @@ JobStatusView TwoRanks() {
 
 TEST(JobMetricsText, ShowsTheJobAndEveryRankLabelledByRankAndHost) {
   const std::string text = JobMetricsText(TwoRanks());
-  EXPECT_NE(text.find("# TYPE distrun_restarts_total counter\ndistrun_restarts_total 1\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE distrun_restarts_total counter\ndistrun_restarts_total 1\n"),
+            std::string::npos);
   EXPECT_NE(text.find("\ndistrun_epoch 2\n"), std::string::npos);
   EXPECT_NE(text.find("\ndistrun_ranks 2\n"), std::string::npos);  // rank 1 marks sections only
   EXPECT_NE(text.find("\ndistrun_stragglers 1\n"), std::string::npos);
   EXPECT_NE(text.find("distrun_rank_step{rank=\"0\",host=\"node-a\"} 40\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("distrun_rank_section_seconds{rank=\"1\",host=\"node-\\\"b\\\"\",section=\"fwd\"} 0.2\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("distrun_rank_section_seconds{rank=\"1\",host=\"node-\\\"b\\\"\",section=\"fwd\"} 0.2\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("distrun_rank_straggler_score{rank=\"1\",host=\"node-\\\"b\\\"\"} 0.5\n"), std::string::npos);
+  EXPECT_NE(text.find("distrun_rank_straggler_score{rank=\"1\",host=\"node-\\\"b\\\"\"} 0.5\n"),
+            std::string::npos);
   EXPECT_EQ(text.find("job="), std::string::npos);
   EXPECT_EQ(text.find("instance="), std::string::npos);
 }
@@ -60,15 +63,17 @@ TEST(JobJson, HoldsWhatThePageReads) {
   EXPECT_NE(json.find("\"state\":\"running\",\"epoch\":2,\"uptime_s\":12.5,\"restarts\":1,\"nodes_lost\":1"),
             std::string::npos)
       << json;
-  EXPECT_NE(json.find("{\"epoch\":2,\"start_s\":8.1,\"end_s\":null,\"ranks\":2,\"end\":\"\"}"), std::string::npos)
+  EXPECT_NE(json.find("{\"epoch\":2,\"start_s\":8.1,\"end_s\":null,\"ranks\":2,\"end\":\"\"}"),
+            std::string::npos)
       << json;
   EXPECT_NE(json.find("\"num_ranks\":2"), std::string::npos);
   // Rank 0 reports steps and sections; rank 1 sections only: no step, a score.
   EXPECT_NE(json.find("{\"rank\":0,\"host\":\"node-a\",\"pid\":null,\"step\":40,\"step_time_s\":0.5,"),
             std::string::npos)
       << json;
-  EXPECT_NE(json.find("{\"rank\":1,\"host\":\"node-\\\"b\\\"\",\"pid\":null,\"step\":null,\"step_time_s\":null,"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find("{\"rank\":1,\"host\":\"node-\\\"b\\\"\",\"pid\":null,\"step\":null,\"step_time_s\":null,"),
+      std::string::npos)
       << json;
   EXPECT_NE(json.find("\"score\":0.5,\"straggler\":true,\"section\":\"fwd\",\"sections\":{\"fwd\":0.2}"),
             std::string::npos)

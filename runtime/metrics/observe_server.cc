@@ -48,16 +48,15 @@ ObserveServer::~ObserveServer() = default;
 
 int ObserveServer::port() const { return server_->port(); }
 
-std::string ObserveServer::url() const {
-  return "http://" + FormatHostPort(config_.host, port()) + "/";
-}
+std::string ObserveServer::url() const { return "http://" + FormatHostPort(config_.host, port()) + "/"; }
 
 ServerResponse ObserveServer::Handle(const ServerRequest& request) {
   if (!config_.bearer_token.empty()) {
     auto it = request.headers.find("authorization");
     const std::string given = it == request.headers.end() ? "" : it->second;
     if (!given.starts_with("Bearer ") || !TokensMatch(given.substr(7), config_.bearer_token)) {
-      ServerResponse r = Text(401, "this job's metrics need `Authorization: Bearer TOKEN` (--metrics-token-file)\n");
+      ServerResponse r =
+          Text(401, "this job's metrics need `Authorization: Bearer TOKEN` (--metrics-token-file)\n");
       r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"distrun\"");
       return r;
     }
@@ -85,8 +84,9 @@ ServerResponse ObserveServer::Handle(const ServerRequest& request) {
 ServerResponse ObserveServer::Stacks(const ServerRequest& request) {
   auto it = request.headers.find("x-distrun-token");
   if (!config_.stacks_json || it == request.headers.end() || !TokensMatch(it->second, config_.job_token)) {
-    return Json(403, "{\"error\":\"collecting stacks needs the job token (what `distrun stacks` needs) in "
-                     "X-Distrun-Token\"}");
+    return Json(403,
+                "{\"error\":\"collecting stacks needs the job token (what `distrun stacks` needs) in "
+                "X-Distrun-Token\"}");
   }
   // The reply may come after this request gave up (the server stopping): it holds its own promise.
   auto done = std::make_shared<std::promise<StacksReply>>();

@@ -19,8 +19,8 @@
 namespace distrun {
 
 struct ObserveConfig {
-  std::string host;  // where to bind, as told; never a wildcard unless told so
-  int port = 0;      // 0: the OS picks
+  std::string host;          // where to bind, as told; never a wildcard unless told so
+  int port = 0;              // 0: the OS picks
   std::string bearer_token;  // empty: no Authorization needed
   std::string job_token;     // what /stacks.json needs; empty: /stacks.json is refused
   // The merged stacks as the page's JSON (the launcher's stack merge); unset: /stacks.json is refused.

@@ -26,7 +26,9 @@ class ObserveServerTest : public ::testing::Test {
     ObserveConfig c;
     c.host = "127.0.0.1";
     c.job_token = "job-secret";
-    c.stacks_json = [](const StacksReply& r) { return "{\"workers\":" + std::to_string(r.workers.size()) + "}"; };
+    c.stacks_json = [](const StacksReply& r) {
+      return "{\"workers\":" + std::to_string(r.workers.size()) + "}";
+    };
     c.stacks_timeout = std::chrono::milliseconds(200);
     return c;
   }

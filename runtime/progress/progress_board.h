@@ -26,7 +26,7 @@ namespace distrun {
 inline constexpr char kProgressFileVariable[] = "DISTRUN_PROGRESS_FILE";
 inline constexpr char kProgressSlotVariable[] = "DISTRUN_PROGRESS_SLOT";
 inline constexpr int kSectionsPerSlot = 8;
-inline constexpr int kSectionRing = 56;      // durations kept per section: 64 + 8 * 56 bytes, 512 in all
+inline constexpr int kSectionRing = 56;        // durations kept per section: 64 + 8 * 56 bytes, 512 in all
 inline constexpr size_t kSectionNameMax = 31;  // bytes of a section's name (longer names are cut)
 
 struct ProgressSample {

@@ -10,8 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "runtime/service/hang_watch.h"
-#include "runtime/service/straggler_watch.h"
 #include "runtime/service/membership.h"
 #include "runtime/service/service_snapshot.h"
 #include "runtime/service/standby_coordinator.h"
+#include "runtime/service/straggler_watch.h"
 #include "runtime/service/takeover.h"
 #include "runtime/service/types.h"
 

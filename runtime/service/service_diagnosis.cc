@@ -263,7 +263,8 @@ JobStatusView CoordinationService::Overview() const {
   }
   std::sort(v.sections.begin(), v.sections.end(),
             [](const RankSectionMedians& a, const RankSectionMedians& b) { return a.rank < b.rank; });
-  std::sort(v.ranks.begin(), v.ranks.end(), [](const RankProgress& a, const RankProgress& b) { return a.rank < b.rank; });
+  std::sort(v.ranks.begin(), v.ranks.end(),
+            [](const RankProgress& a, const RankProgress& b) { return a.rank < b.rank; });
   v.hang_timeout = hang_watch_.Timeout(&v.hang_timeout_learned);
   for (int i = 0; i < Agents(); ++i) {
     if (membership_.lost(i)) continue;

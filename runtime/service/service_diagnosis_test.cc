@@ -258,8 +258,9 @@ TEST_F(ServiceDiagnosisTest, AStragglerIsWarnedOnceToNodeZeroAfterSeveralWindows
   }
   ASSERT_EQ(said().size(), 1u);
   EXPECT_TRUE(said()[0].warning);
-  EXPECT_EQ(said()[0].notice,
-            "rank 3 (host-b) is a straggler: score 0.50 in section fwd (median 0.200 s; fastest rank 0.100 s)");
+  EXPECT_EQ(
+      said()[0].notice,
+      "rank 3 (host-b) is a straggler: score 0.50 in section fwd (median 0.200 s; fastest rank 0.100 s)");
   EXPECT_TRUE(Got(1, JobEvent::Kind::kDiagnosis).empty());
   JobStatusView v = s->Overview();
   ASSERT_EQ(v.sections.size(), 4u);

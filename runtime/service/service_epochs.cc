@@ -121,7 +121,7 @@ void CoordinationService::GoOnWithout(const std::vector<int>& gone, bool member,
 void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
   held_failure_.reset();  // a failure held while a node was lost came from that loss
   EpochEnded(event.notice.empty() ? "restart after " + DescribeFailure(event.root_cause) : event.notice);
-  grow_at_.reset();       // the arrivals that waited for it take their seats in this epoch (scale-up)
+  grow_at_.reset();  // the arrivals that waited for it take their seats in this epoch (scale-up)
   membership_.NextEpoch();
   round_ = membership_.epoch();
   event.restart_round = round_;

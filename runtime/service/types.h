@@ -138,12 +138,12 @@ struct RankSectionMedians {
   bool operator==(const RankSectionMedians&) const = default;
 };
 struct NodeProgress {
-  std::vector<RankProgress> ranks;  // those that reported
+  std::vector<RankProgress> ranks;           // those that reported
   std::vector<RankSectionMedians> sections;  // ranks that ran sections lately
-  int64_t slowest_interval_ms = 0;  // the slowest recent step interval once learned; 0 before
-  int64_t quiet_ms = 0;             // every worker without CPU time or output for this long; 0: not quiet
-  int workers = 0;                  // running now
-  int epoch = 0;                    // the round they run in
+  int64_t slowest_interval_ms = 0;           // the slowest recent step interval once learned; 0 before
+  int64_t quiet_ms = 0;  // every worker without CPU time or output for this long; 0: not quiet
+  int workers = 0;       // running now
+  int epoch = 0;         // the round they run in
 };
 
 // `progress` as it stands `ms` milliseconds after it was read: every age (advanced, reported, quiet) grows.
@@ -223,7 +223,7 @@ struct JobStatusView {
   int epoch = 0;
   int num_nodes = 0;
   std::string history;
-  std::vector<RankProgress> ranks;  // ages as of now; with host and straggler score
+  std::vector<RankProgress> ranks;           // ages as of now; with host and straggler score
   std::vector<RankSectionMedians> sections;  // ranks that ran sections lately
   std::string run_id;
   int64_t uptime_ms = 0;  // since the service started
@@ -231,8 +231,8 @@ struct JobStatusView {
   int nodes_lost = 0;
   bool hung = false;  // the hang watch declared the current epoch hung
   double straggler_threshold = 0;
-  std::vector<EpochSpan> epochs;                          // oldest first
-  std::vector<std::pair<int64_t, std::string>> events;    // (ms since start, line), oldest first
+  std::vector<EpochSpan> epochs;                        // oldest first
+  std::vector<std::pair<int64_t, std::string>> events;  // (ms since start, line), oldest first
   std::optional<std::chrono::milliseconds> hang_timeout;
   bool hang_timeout_learned = false;
   std::vector<std::string> nodes;  // "node 1 (host-b): 4 workers, quiet 12 s"

@@ -272,7 +272,7 @@ void ToProto(const RankProgress& in, v1::RankProgress* out) {
 
 RankProgress FromProto(const v1::RankProgress& in) {
   RankProgress r{in.rank(), in.step(), in.advanced_ms_ago(), in.reported_ms_ago(), in.steps_per_second(),
-                 in.pid(), in.host()};
+                 in.pid(),  in.host()};
   return r;
 }
 
