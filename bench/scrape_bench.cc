@@ -6,8 +6,10 @@
 // served by the real ObserveServer on loopback. Measured: the latency of GET /metrics and GET /job.json over
 // HTTP (median and slowest of K), the bodies' sizes, node 0's CPU per scrape (this process's, the client's
 // reading included), and how long one scrape holds the service's lock (CoordinationService::Overview:
-// every heartbeat, report and key-value call waits behind it), and one straggler window's judgement
-// (StragglerWatch::Evaluate) of N ranks.
+// every heartbeat, report and key-value call waits behind it), what that does to heartbeats (a thread
+// calling CoordinationService::Heartbeat every millisecond, as node 0's transport does for each arriving
+// heartbeat, timed while nothing else runs and while the scrapes run back to back), and one straggler
+// window's judgement (StragglerWatch::Evaluate) of N ranks.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,9 +18,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flags.h"
@@ -84,6 +88,28 @@ Timing Scrape(int port, const std::string& path, int scrapes) {
   return t;
 }
 
+// Heartbeats on `streams` (one a millisecond, round robin) while `busy` runs: their latency's median and
+// slowest, in ms.
+template <typename Busy>
+std::pair<double, double> HeartbeatLatency(CoordinationService& service, const std::vector<uint64_t>& streams,
+                                           Busy busy) {
+  std::atomic<bool> done = false;
+  std::vector<double> ms;
+  std::thread beats([&] {
+    for (size_t i = 0; !done; ++i) {
+      const auto start = Clock::now();
+      service.Heartbeat(streams[i % streams.size()]);
+      ms.push_back(Ms(Clock::now() - start));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  busy();
+  done = true;
+  beats.join();
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.back()};
+}
+
 }  // namespace
 
 int ScrapeBench(const Flags& flags) {
@@ -102,10 +128,12 @@ int ScrapeBench(const Flags& flags) {
     c.run_id = "bench";
     c.heartbeat_timeout = std::chrono::hours(1);
     CoordinationService service(c);
+    std::vector<uint64_t> streams;
     for (int n = 0; n < nodes; ++n) {
       uint64_t id = 0;
       service.AttachAgent(
           n, [](const JobEvent&) {}, &id);
+      streams.push_back(id);
     }
     for (int n = 0; n < nodes; ++n) {
       NodeJoin j;
@@ -150,22 +178,30 @@ int ScrapeBench(const Flags& flags) {
     ObserveConfig oc;
     oc.host = "127.0.0.1";
     ObserveServer server(service, oc);
-    const Timing metrics = Scrape(server.port(), "/metrics", scrapes);
+    const auto quiet = HeartbeatLatency(service, streams,
+                                        [] { std::this_thread::sleep_for(std::chrono::milliseconds(500)); });
+    Timing metrics;
+    const auto scraped =
+        HeartbeatLatency(service, streams, [&] { metrics = Scrape(server.port(), "/metrics", scrapes); });
     const Timing job = Scrape(server.port(), "/job.json", scrapes);
     std::printf(
         "%6d ranks: GET /metrics %6.1f ms median (slowest %6.1f), %8zu bytes, %6.1f ms CPU; GET /job.json "
         "%6.1f "
         "ms (slowest %6.1f), %8zu bytes, %6.1f ms CPU; the service's lock held %5.1f ms per scrape; a "
-        "straggler window %5.1f ms\n",
+        "straggler window %5.1f ms; a heartbeat %.3f ms median, %.1f ms slowest (while scraped back to back: "
+        "%.3f, %.1f)\n",
         ranks, metrics.median_ms, metrics.max_ms, metrics.bytes, metrics.cpu_ms, job.median_ms, job.max_ms,
-        job.bytes, job.cpu_ms, overview_ms[overview_ms.size() / 2], evaluate_ms);
-    char entry[512];
-    std::snprintf(entry, sizeof entry,
-                  "%s{\"ranks\":%d,\"metrics_ms\":%.2f,\"metrics_max_ms\":%.2f,\"metrics_bytes\":%zu,"
-                  "\"metrics_cpu_ms\":%.2f,\"job_json_ms\":%.2f,\"job_json_bytes\":%zu,\"overview_ms\":%.2f,"
-                  "\"straggler_window_ms\":%.2f}",
-                  json.size() > 1 ? "," : "", ranks, metrics.median_ms, metrics.max_ms, metrics.bytes,
-                  metrics.cpu_ms, job.median_ms, job.bytes, overview_ms[overview_ms.size() / 2], evaluate_ms);
+        job.bytes, job.cpu_ms, overview_ms[overview_ms.size() / 2], evaluate_ms, quiet.first, quiet.second,
+        scraped.first, scraped.second);
+    char entry[768];
+    std::snprintf(
+        entry, sizeof entry,
+        "%s{\"ranks\":%d,\"metrics_ms\":%.2f,\"metrics_max_ms\":%.2f,\"metrics_bytes\":%zu,"
+        "\"metrics_cpu_ms\":%.2f,\"job_json_ms\":%.2f,\"job_json_bytes\":%zu,\"overview_ms\":%.2f,"
+        "\"straggler_window_ms\":%.2f,\"heartbeat_ms\":[%.3f,%.2f],\"heartbeat_scraped_ms\":[%.3f,%.2f]}",
+        json.size() > 1 ? "," : "", ranks, metrics.median_ms, metrics.max_ms, metrics.bytes, metrics.cpu_ms,
+        job.median_ms, job.bytes, overview_ms[overview_ms.size() / 2], evaluate_ms, quiet.first, quiet.second,
+        scraped.first, scraped.second);
     json += entry;
   }
   std::printf("%s]\n", json.c_str());

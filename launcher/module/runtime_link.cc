@@ -303,17 +303,7 @@ void RuntimeLink::PrepareObserver(const Options& options) {
       ParseHostPort("--metrics-address", any_port ? address.substr(0, address.size() - 1) + "1" : address);
   config->host = hp.host;
   config->port = any_port ? 0 : hp.port.value_or(0);
-  if (options.metrics_token_file) {
-    std::ifstream in(*options.metrics_token_file);
-    std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-    if (!in.good() && !in.eof()) token.clear();
-    if (token.empty()) {
-      throw UsageError("--metrics-token-file " + *options.metrics_token_file +
-                       ": cannot read a token from it; give a readable file that holds one line");
-    }
-    config->bearer_token = std::move(token);
-  }
+  metrics_token_file_ = options.metrics_token_file;  // read where it is served, which may be elsewhere later
   config->job_token = token_;
   config->stacks_json = [](const StacksReply& reply) { return StacksTreeJson(reply); };
   observe_config_ = std::move(config);
@@ -321,8 +311,23 @@ void RuntimeLink::PrepareObserver(const Options& options) {
 
 void RuntimeLink::StartObserver(bool takeover) {
   if (!observe_config_ || !service_) return;
+  ObserveConfig config = *observe_config_;
+  if (metrics_token_file_) {
+    std::ifstream in(*metrics_token_file_);
+    std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    if (token.empty()) {
+      const std::string what = "--metrics-token-file " + *metrics_token_file_ +
+                               ": cannot read a token from it; give a readable file that holds one line";
+      // Never served without the token it was given.
+      if (!takeover) throw UsageError(what);
+      log_->warn("{}; this coordinator serves no metrics or page", what);
+      return;
+    }
+    config.bearer_token = std::move(token);
+  }
   try {
-    observe_ = std::make_unique<ObserveServer>(*service_, *observe_config_);
+    observe_ = std::make_unique<ObserveServer>(*service_, config);
   } catch (const std::exception& e) {
     const std::string what = std::string("cannot serve the job's metrics and page at ") +
                              FormatHostPort(observe_config_->host, observe_config_->port) + ": " + e.what();

@@ -66,11 +66,11 @@ class RuntimeLink final : public JobLink {
   ServiceConfig MakeServiceConfig(const Plan& plan, const Options& options,
                                   const std::filesystem::path& stacks_dir) const;
   GrpcServerConfig MakeServerConfig(const Plan& plan, const Options& options) const;
-  // --metrics-address and --metrics-token-file, for node 0 and a standby. Throws UsageError for a token
-  // file that cannot be read.
+  // --metrics-address and --metrics-token-file, for node 0 and a standby.
   void PrepareObserver(const Options& options);
   // Serves them beside service_ (node 0's, or the standby's after a takeover); a port that cannot be bound
-  // is an error at node 0's start (JobLinkError) and a warning after a takeover.
+  // or a token file that cannot be read is an error at node 0's start (UsageError) and a warning after a
+  // takeover.
   void StartObserver(bool takeover);
   void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir,
                     const HeldPort* held);
@@ -109,6 +109,7 @@ class RuntimeLink final : public JobLink {
   std::unique_ptr<GrpcServer> server_;
   // --metrics-address: what node 0 (or the standby that took the job over) serves of the job.
   std::unique_ptr<ObserveConfig> observe_config_;
+  std::optional<std::string> metrics_token_file_;
   std::unique_ptr<ObserveServer> observe_;
   // The standby's side: its bound port and address, the service and server it would start, and where the
   // latest assignment says to turn (this node's own address when it is the standby; empty: nowhere).

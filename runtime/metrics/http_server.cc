@@ -121,6 +121,12 @@ HttpServer::~HttpServer() {
   const char byte = 0;
   [[maybe_unused]] ssize_t n = ::write(wake_[1], &byte, 1);
   if (accept_thread_.joinable()) accept_thread_.join();
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& c : connections_) {
+      if (!c->done) ::shutdown(c->fd, SHUT_RDWR);
+    }
+  }
   Reap(/*all=*/true);
   ::close(wake_[0]);
   ::close(wake_[1]);
@@ -147,6 +153,7 @@ void HttpServer::AcceptLoop() {
     }
     auto connection = std::make_unique<Connection>();
     Connection* c = connection.get();
+    c->fd = fd;
     try {
       c->thread = std::thread([this, fd, c] {
         Serve(fd);
@@ -173,7 +180,10 @@ void HttpServer::Reap(bool all) {
       }
     }
   }
-  for (auto& c : finished) c->thread.join();
+  for (auto& c : finished) {
+    c->thread.join();
+    ::close(c->fd);
+  }
 }
 
 void HttpServer::Serve(int fd) {
@@ -214,8 +224,7 @@ void HttpServer::Serve(int fd) {
     }
   }
   Reply(fd, response, request.method == "HEAD");
-  ::shutdown(fd, SHUT_WR);
-  ::close(fd);
+  ::shutdown(fd, SHUT_WR);  // the descriptor is closed by Reap
 }
 
 }  // namespace distrun

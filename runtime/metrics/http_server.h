@@ -51,7 +51,9 @@ class HttpServer {
   // Serves on `socket` (listening) until destroyed. `handler` runs on the connections' threads, several at
   // once. Throws std::runtime_error when the threads cannot start.
   HttpServer(ListeningSocket socket, Handler handler);
-  ~HttpServer();  // stops accepting, and waits for the connections being served
+  // Stops accepting, shuts the open connections down (a client that sends nothing holds no one up) and
+  // waits for their threads.
+  ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
@@ -61,6 +63,7 @@ class HttpServer {
 
  private:
   struct Connection {
+    int fd = -1;  // closed by Reap, after the thread ended, so that the destructor may shut it down
     std::thread thread;
     std::atomic<bool> done = false;
   };
