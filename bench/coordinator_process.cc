@@ -24,6 +24,7 @@
 
 #include "runtime/agent/agent.h"
 #include "runtime/distrun.pb.h"
+#include "runtime/metrics/observe_server.h"
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_server.h"
 #include "runtime/transport/proto_convert.h"
@@ -100,6 +101,8 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
                                    options.torch_store ? "1" : "0",
                                    "--torch-store-threads",
                                    std::to_string(options.torch_store_threads)};
+  if (options.metrics_port >= 0)
+    argv.insert(argv.end(), {"--metrics-port", std::to_string(options.metrics_port)});
   if (!options.resume_file.empty()) {
     argv.insert(argv.end(),
                 {"--resume", options.resume_file, "--host-agent", std::to_string(options.host_agent)});
@@ -183,6 +186,14 @@ int CoordinatorMain(const Flags& flags) {
   gc.torch_store_threads = static_cast<size_t>(flags.Int("torch-store-threads", 0));
   gc.log = std::make_shared<spdlog::logger>("coordinator", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto server = std::make_unique<GrpcServer>(*service, gc);
+  // What --metrics-address serves, as node 0's distrun serves it.
+  std::unique_ptr<ObserveServer> observe;
+  if (const int port = static_cast<int>(flags.Int("metrics-port", -1)); port >= 0) {
+    ObserveConfig oc;
+    oc.host = "127.0.0.1";
+    oc.port = port;
+    observe = std::make_unique<ObserveServer>(*service, oc);
+  }
   // The standby's own agent, in process, joins each epoch the takeover begins, as its distrun does.
   std::unique_ptr<Agent> host;
   std::thread host_joins;

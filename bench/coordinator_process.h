@@ -26,6 +26,7 @@ struct CoordinatorOptions {
   // host_agent, whose own agent runs in the child too (in process, as the standby's distrun's does).
   std::string resume_file;
   int host_agent = 1;
+  int metrics_port = -1;  // >= 0: node 0's ObserveServer (--metrics-address) on 127.0.0.1 at this port
 };
 
 // malloc's view of the coordinator's heap (mallinfo2), bytes.

@@ -19,7 +19,8 @@
 //   distrun-bench standby [--sets N]   (what write-through to the standby adds to a key-value set)
 //   distrun-bench takeover [--agents N[,N...]] [--trials K] [--threads T] [--job-keys K]
 //                          (node 0 lost: the standby's service from its copy to every survivor's next epoch)
-//   distrun-bench scrape [--ranks N[,N...]] [--scrapes K]   (--metrics-address's cost at node 0)
+//   distrun-bench scrape [--ranks N[,N...]] [--scrapes K] [--agents 1 [--seconds S]]
+//                        (--metrics-address's cost at node 0; --agents 1: with simulated agents)
 //   distrun-bench guard [--distrun PATH] [--floor PATH] [--recorded FILE] [--repeats N] [--as-built 1]
 //                       (the hot path's ratios, ~1 min; of installed copies of the programs unless
 //                       --as-built)
@@ -66,7 +67,7 @@ int Dispatch(const std::string& which, int argc, char** argv) {
   using distrun::bench::Flags;
   const std::string default_distrun = "build/release/distrun";
   if (which == "scrape") {
-    Flags f(argc, argv, 2, {"ranks", "scrapes"});
+    Flags f(argc, argv, 2, {"ranks", "scrapes", "agents", "seconds"});
     return distrun::bench::ScrapeBench(f);
   }
   if (which == "detect") {
@@ -87,9 +88,10 @@ int Dispatch(const std::string& which, int argc, char** argv) {
                                                   "heartbeat-ms", "heartbeat-timeout-ms", "hold-s", "perf"}));
   }
   if (which == "coordinator") {
-    return distrun::bench::CoordinatorMain(Flags(argc, argv, 2,
-                                                 {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store",
-                                                  "torch-store-threads", "resume", "host-agent"}));
+    return distrun::bench::CoordinatorMain(
+        Flags(argc, argv, 2,
+              {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store", "torch-store-threads", "resume",
+               "host-agent", "metrics-port"}));
   }
   if (which == "elastic") {
     return distrun::bench::ElasticBench(

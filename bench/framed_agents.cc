@@ -26,7 +26,8 @@ constexpr size_t kMaxMessageBytes = 4 << 20;  // as AgentChannelOptions
 
 struct SimAgent {
   int rank = 0;
-  int heartbeat_slot = -1;  // chosen at connect: the first heartbeat goes one interval later
+  int heartbeat_slot = -1;       // chosen at connect: the first heartbeat goes one interval later
+  double heartbeat_sent_at = 0;  // MonotonicSeconds() of the last heartbeat sent; 0: none outstanding
   bool answered = false, joined = false, passed = false, finished = false, failed = false;
 };
 
@@ -136,11 +137,36 @@ class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connect
         if (a.heartbeat_slot != slot_) continue;
         frame_.Clear();
         frame_.mutable_liveness()->set_node_rank(a.rank);
+        if (shared_.options.progress_ranks > 0)
+          AddProgress(a.rank, frame_.mutable_liveness()->mutable_progress());
         AppendFrame(frame_, &c.out);
         MarkDirty(c);
+        a.heartbeat_sent_at = MonotonicSeconds();
       }
     }
     slot_ = (slot_ + 1) % kHeartbeatSlots;
+  }
+
+  // The node's progress as its distrun sends it: each rank's step (moving) and two sections' medians, one
+  // rank in a hundred twice as slow in its forward pass.
+  void AddProgress(int node, v1::NodeProgress* p) {
+    const int ranks = shared_.options.progress_ranks;
+    p->set_workers(ranks);
+    ++steps_;
+    for (int r = node * ranks; r < (node + 1) * ranks; ++r) {
+      v1::RankProgress* rp = p->add_ranks();
+      rp->set_rank(r);
+      rp->set_step(steps_);
+      rp->set_advanced_ms_ago(100);
+      rp->set_reported_ms_ago(100);
+      rp->set_steps_per_second(2.5);
+      rp->set_pid(10'000 + r);
+      v1::RankSections* s = p->add_sections();
+      s->set_rank(r);
+      const double fwd = r % 100 == 7 ? 0.2 : 0.1 + 0.001 * (r % 13);
+      (*s->mutable_median_s())["fwd"] = fwd;
+      (*s->mutable_median_s())["bwd"] = 2 * fwd;
+    }
   }
 
   // ---- receiving ----
@@ -228,6 +254,12 @@ class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connect
       AppendFrame(frame_, &c.out);
       MarkDirty(c);
     } else if (event.has_heartbeat()) {
+      if (a->heartbeat_sent_at > 0 && shared_.progress.record_heartbeats.load(std::memory_order_relaxed)) {
+        const float ms = static_cast<float>((MonotonicSeconds() - a->heartbeat_sent_at) * 1000);
+        std::lock_guard lock(shared_.progress.heartbeat_mu);
+        shared_.progress.heartbeat_ms.push_back(ms);
+      }
+      a->heartbeat_sent_at = 0;
       if (a->answered) {
         shared_.progress.heartbeats_answered.fetch_add(1, std::memory_order_relaxed);
       } else {
@@ -265,6 +297,7 @@ class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connect
   // Scratch messages: no allocation per send once their strings have grown.
   v1::AgentFrame hello_;
   v1::AgentFrame frame_;
+  int64_t steps_ = 0;  // AddProgress's step, one more per heartbeat of the loop
   v1::JoinRequest join_;
   v1::CoordinatorFrame answer_;
 };

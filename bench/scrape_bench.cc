@@ -1,6 +1,15 @@
-// `distrun-bench scrape [--ranks N[,N...]] [--scrapes K]`: what --metrics-address costs node 0 with N ranks
-// (issue 48's goal: a scrape of 10,000 ranks under 100 ms, no effect on the job's heartbeats).
+// `distrun-bench scrape [--ranks N[,N...]] [--scrapes K] [--agents 1] [--seconds S]`: what --metrics-address
+// costs node 0 with N ranks (issue 48's goal: a scrape of 10,000 ranks under 100 ms, no effect on the job's
+// heartbeats).
 //
+// --agents 1: the coordinator in a process of its own with its ObserveServer (coordinator_process.h), N/8
+// simulated agents on the agent channel (framed_agents.h) heartbeating at the pace distrun's agents keep for
+// a job of that size, every heartbeat carrying its node's progress (8 ranks' steps and two sections'
+// medians); for S seconds each: nothing else, then a scrape of /metrics every second (Prometheus at 1 s),
+// then scrapes back to back. Measured: the heartbeats' round trips at the agents (median, 99th percentile,
+// slowest), node 0's CPU (cores), the scrapes' latency.
+//
+// Without it (the default):
 // A real coordination service with N/8 nodes of 8 ranks each, joined and running, every node's progress
 // report carrying its ranks' steps and two sections' medians (as the straggler watch then judges them),
 // served by the real ObserveServer on loopback. Measured: the latency of GET /metrics and GET /job.json over
@@ -25,7 +34,10 @@
 #include <thread>
 #include <vector>
 
+#include "coordinator_process.h"
 #include "flags.h"
+#include "framed_agents.h"
+#include "runtime/agent/agent.h"
 #include "runtime/metrics/observe_server.h"
 #include "runtime/service/service.h"
 #include "runtime/service/straggler_watch.h"
@@ -110,9 +122,132 @@ std::pair<double, double> HeartbeatLatency(CoordinationService& service, const s
   return {ms[ms.size() / 2], ms.back()};
 }
 
+struct Phase {
+  double p50 = 0, p99 = 0, max = 0;  // heartbeat round trips, ms
+  size_t heartbeats = 0;
+  double cores = 0;      // node 0's CPU seconds per second
+  double scrape_ms = 0;  // median scrape latency; 0: none
+  int scrapes = 0;
+};
+
+// Runs `scrape` (or nothing) for `seconds` while heartbeats are timed.
+template <typename Scrape>
+Phase Measure(SimAgents& sim, CoordinatorProcess& coordinator, double seconds, Scrape scrape) {
+  AgentProgress& p = sim.progress();
+  {
+    std::lock_guard lock(p.heartbeat_mu);
+    p.heartbeat_ms.clear();
+  }
+  p.record_heartbeats = true;
+  const double cpu0 = coordinator.CpuSeconds();
+  const auto start = Clock::now();
+  std::vector<double> scrape_ms;
+  while (Ms(Clock::now() - start) < seconds * 1000) {
+    if (!scrape(scrape_ms)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  Phase out;
+  out.cores = (coordinator.CpuSeconds() - cpu0) / (Ms(Clock::now() - start) / 1000);
+  p.record_heartbeats = false;
+  std::vector<float> ms;
+  {
+    std::lock_guard lock(p.heartbeat_mu);
+    ms = p.heartbeat_ms;
+  }
+  std::sort(ms.begin(), ms.end());
+  out.heartbeats = ms.size();
+  if (!ms.empty()) {
+    out.p50 = ms[ms.size() / 2];
+    out.p99 = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
+    out.max = ms.back();
+  }
+  std::sort(scrape_ms.begin(), scrape_ms.end());
+  out.scrapes = static_cast<int>(scrape_ms.size());
+  if (!scrape_ms.empty()) out.scrape_ms = scrape_ms[scrape_ms.size() / 2];
+  return out;
+}
+
+int AgentsScrape(int ranks, double seconds) {
+  constexpr int kPerNode = 8;
+  const int nodes = (ranks + kPerNode - 1) / kPerNode;
+  CoordinatorOptions co;
+  co.nodes = nodes;
+  co.heartbeat_timeout_ms = 10'000;  // distrun's default
+  co.metrics_port = 0;
+  // The child picks no port of its own for the metrics: one free now is given to it.
+  {
+    ListeningSocket probe = ListeningSocket::Open("127.0.0.1", 0);
+    co.metrics_port = probe.port();
+  }
+  CoordinatorProcess coordinator(co);
+  SimAgentsOptions o;
+  o.address = coordinator.address();
+  o.token = kBenchToken;
+  o.agents = nodes;
+  o.threads = 1;
+  o.progress_ranks = kPerNode;
+  o.heartbeat_ms =
+      static_cast<int>(HeartbeatInterval(std::chrono::milliseconds(co.heartbeat_timeout_ms), nodes).count());
+  FramedAgents sim(o);
+  sim.Start();
+  if (!sim.WaitPassed(600)) {
+    std::fprintf(stderr, "scrape: the rendezvous of %d agents failed: %s\n", nodes,
+                 sim.progress().first_error.c_str());
+    return 1;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(o.heartbeat_ms + 500));  // every node reported once
+  const int port = co.metrics_port;
+  const Phase quiet = Measure(sim, coordinator, seconds, [](std::vector<double>&) { return false; });
+  auto next = Clock::now();
+  const Phase every_second = Measure(sim, coordinator, seconds, [&](std::vector<double>& ms) {
+    if (Clock::now() < next) return false;
+    next += std::chrono::seconds(1);
+    const auto start = Clock::now();
+    if (Get(port, "/metrics").rfind("HTTP/1.1 200", 0) != 0) throw std::runtime_error("GET /metrics failed");
+    ms.push_back(Ms(Clock::now() - start));
+    return true;
+  });
+  const Phase back_to_back = Measure(sim, coordinator, seconds, [&](std::vector<double>& ms) {
+    const auto start = Clock::now();
+    if (Get(port, "/metrics").rfind("HTTP/1.1 200", 0) != 0) throw std::runtime_error("GET /metrics failed");
+    ms.push_back(Ms(Clock::now() - start));
+    return true;
+  });
+  const std::string body = Get(port, "/metrics");
+  std::printf("%d ranks (%d simulated agents, heartbeat every %d ms, /metrics %zu bytes):\n", ranks, nodes,
+              o.heartbeat_ms, body.size());
+  const auto line = [](const char* what, const Phase& p) {
+    std::printf("  %-28s heartbeat round trip p50 %6.2f ms, p99 %6.2f, max %7.2f (%zu); node 0 %.3f cores",
+                what, p.p50, p.p99, p.max, p.heartbeats, p.cores);
+    if (p.scrapes > 0) std::printf("; GET /metrics %.1f ms median (%d)", p.scrape_ms, p.scrapes);
+    std::printf("\n");
+  };
+  line("no scrape", quiet);
+  line("a scrape every second", every_second);
+  line("scrapes back to back", back_to_back);
+  std::printf(
+      "{\"ranks\":%d,\"heartbeat_p99_ms\":[%.2f,%.2f,%.2f],\"heartbeat_max_ms\":[%.2f,%.2f,%.2f],"
+      "\"node0_cores\":[%.3f,%.3f,%.3f],\"scrape_ms\":[%.1f,%.1f]}\n",
+      ranks, quiet.p99, every_second.p99, back_to_back.p99, quiet.max, every_second.max, back_to_back.max,
+      quiet.cores, every_second.cores, back_to_back.cores, every_second.scrape_ms, back_to_back.scrape_ms);
+  sim.StopHeartbeats();
+  return 0;
+}
+
 }  // namespace
 
 int ScrapeBench(const Flags& flags) {
+  if (flags.Int("agents", 0) != 0) {
+    const std::string list = flags.Get("ranks", "1000,10000");
+    const double seconds = static_cast<double>(flags.Int("seconds", 10));
+    int rc = 0;
+    size_t from = 0;
+    while (from <= list.size() && rc == 0) {
+      const size_t comma = std::min(list.find(',', from), list.size());
+      rc = AgentsScrape(std::stoi(list.substr(from, comma - from)), seconds);
+      from = comma + 1;
+    }
+    return rc;
+  }
   const std::string list = flags.Get("ranks", "1000,10000");
   const int scrapes = static_cast<int>(flags.Int("scrapes", 20));
   std::string json = "[";

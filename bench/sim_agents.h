@@ -29,6 +29,10 @@ struct AgentProgress {
   double answered_at = 0, joined_at = 0, passed_at = 0;  // seconds from the start to the last agent's
   std::string first_error;
   std::atomic<uint64_t> heartbeats_answered{0};
+  // Each answered heartbeat's round trip (ms), while `record_heartbeats` is set (distrun-bench scrape).
+  std::atomic<bool> record_heartbeats{false};
+  std::mutex heartbeat_mu;
+  std::vector<float> heartbeat_ms;
   // distrun-bench elastic: agents that joined the round after a lost agent, and when the last one did
   // (MonotonicSeconds()).
   int rejoin_round = 0, rejoin_total = 0, rejoined = 0;
@@ -61,6 +65,9 @@ struct SimAgentsOptions {
   // The first liveness message joins round 0 (a job's start); false: it only attaches, as an agent that
   // turned to the standby after node 0's loss does, and joins when a restart names the round.
   bool join_first = true;
+  // distrun-bench scrape: every heartbeat carries the node's progress of this many ranks (steps and two
+  // sections' medians), as a node's distrun sends it; 0: none.
+  int progress_ranks = 0;
 };
 
 // Each heartbeat interval is cut into this many slots so that heartbeats spread as in real life.
