@@ -247,7 +247,9 @@ std::string JobJson(const JobStatusView& view) {
       }
     }
     out += "},\"hung\":";
-    out += view.hung ? "true" : "false";
+    // The least advanced ranks when others were ahead; else every rank of a hung job.
+    const bool hung = view.hung && (!view.hung_at_step || (p != nullptr && p->step <= *view.hung_at_step));
+    out += hung ? "true" : "false";
     out += '}';
   }
   out += "],";

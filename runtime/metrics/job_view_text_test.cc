@@ -82,6 +82,22 @@ TEST(JobJson, HoldsWhatThePageReads) {
             std::string::npos);
 }
 
+TEST(JobJson, InAHungJobTheLeastAdvancedRanksAreTheHungOnes) {
+  JobStatusView v = TwoRanks();
+  v.hung = true;
+  RankProgress ahead = v.ranks[0];
+  ahead.rank = 1;
+  ahead.step = 45;
+  v.ranks.push_back(ahead);
+  v.hung_at_step = 40;
+  std::string json = JobJson(v);
+  EXPECT_NE(json.find("\"sections\":{\"fwd\":0.1},\"hung\":true}"), std::string::npos) << json;   // rank 0
+  EXPECT_NE(json.find("\"sections\":{\"fwd\":0.2},\"hung\":false}"), std::string::npos) << json;  // rank 1
+  v.hung_at_step.reset();  // stuck alike: all of them
+  json = JobJson(v);
+  EXPECT_EQ(json.find("\"hung\":false}"), std::string::npos) << json;
+}
+
 TEST(JsonQuote, EscapesWhatJsonCannotHoldRaw) {
   EXPECT_EQ(JsonQuote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
 }

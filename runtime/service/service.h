@@ -406,7 +406,8 @@ class CoordinationService {
   bool stall_said_ = false;  // the current stall was reported
   std::map<uint64_t, StacksRequest> stack_requests_;
   uint64_t next_stacks_id_ = 1;
-  std::optional<int> hung_round_;  // the round the hang watch declared hung
+  std::optional<int> hung_round_;        // the round the hang watch declared hung
+  std::optional<int64_t> hung_at_step_;  // its least advanced ranks' step, when others were ahead
 
   StragglerWatch straggler_watch_;
   std::map<int, std::vector<RankSectionMedians>> node_sections_;  // by node: its latest report's

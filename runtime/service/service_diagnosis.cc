@@ -108,6 +108,8 @@ void CoordinationService::WatchProgress(Clock::time_point now, Completions& comp
     const std::string headline = DescribeHang(*verdict, names);
     diagnosing_ = true;
     hung_round_ = round_.load();
+    hung_at_step_.reset();
+    if (verdict->behind < verdict->ranks) hung_at_step_ = verdict->step;
     Note(headline);
     const int round = round_;
     RequestStacks(
@@ -241,6 +243,7 @@ JobStatusView CoordinationService::Overview() const {
   v.restarts = restarts_;
   v.nodes_lost = static_cast<int>(losses_.size());
   v.hung = hung_round_ == round_.load() && (diagnosing_ || state_ == JobState::kStopped);
+  if (v.hung) v.hung_at_step = hung_at_step_;
   v.straggler_threshold = config_.straggler.threshold;
   v.epochs = epochs_;
   v.events.assign(events_.begin(), events_.end());

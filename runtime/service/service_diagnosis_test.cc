@@ -139,6 +139,28 @@ TEST_F(ServiceDiagnosisTest, AHungJobShowsItsStacksThenStopsWithTheHungExitCode)
         "apart rank 3 (host-b, pid 33)");
   }
   EXPECT_EQ(s->ExitCode(), kHungExitCode);
+  // The overview says so; every rank was stuck alike, so no step sets some apart.
+  JobStatusView v = s->Overview();
+  EXPECT_TRUE(v.hung);
+  EXPECT_FALSE(v.hung_at_step);
+  ASSERT_FALSE(v.events.empty());
+  EXPECT_EQ(v.events.front().second,
+            "hung: no progress for 5.0s (--hang-timeout 5s); every rank reported step 7 last");
+  ASSERT_EQ(v.epochs.size(), 1u);
+  EXPECT_TRUE(v.epochs[0].end_ms);
+  EXPECT_NE(v.epochs[0].end.find("stopped: "), std::string::npos) << v.epochs[0].end;
+}
+
+TEST_F(ServiceDiagnosisTest, WhenSomeRanksAreAheadTheHungOnesAreTheLeastAdvanced) {
+  auto s = Make(2);
+  s->ReportProgress(0, Progress(0, 9));
+  s->ReportProgress(1, Progress(2, 7));
+  EXPECT_FALSE(s->Overview().hung);
+  Advance(5s);
+  s->Tick();
+  JobStatusView v = s->Overview();  // while the stacks are collected
+  EXPECT_TRUE(v.hung);
+  EXPECT_EQ(v.hung_at_step, 7);
 }
 
 TEST_F(ServiceDiagnosisTest, RanksStuckAlikeBlameTheJobNotARank) {

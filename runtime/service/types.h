@@ -230,6 +230,9 @@ struct JobStatusView {
   int restarts = 0;
   int nodes_lost = 0;
   bool hung = false;  // the hang watch declared the current epoch hung
+  // Where the least advanced ranks were stuck, when some ranks were ahead of them (they are the hung ones);
+  // unset: every rank alike.
+  std::optional<int64_t> hung_at_step;
   double straggler_threshold = 0;
   std::vector<EpochSpan> epochs;                        // oldest first
   std::vector<std::pair<int64_t, std::string>> events;  // (ms since start, line), oldest first
