@@ -8,7 +8,7 @@ import unittest
 from distrun_harness import DISTRUN
 from launch_helpers import LaunchCase
 from multi_node import free_port
-from python_workers import LIBRARY, MODULE_DIR, module_env, python_command
+from python_workers import LIBRARY, MODULE_DIR, cache_value, module_env, python_command
 
 ROOT = os.path.dirname(MODULE_DIR)
 
@@ -107,7 +107,9 @@ class Sections(LaunchCase):
         with open(source, "w") as f:
             f.write(C_WORKER)
         program = self.path("worker")
-        subprocess.run(["cc", "-o", program, source, "-I", os.path.join(ROOT, "runtime", "include"), LIBRARY,
+        # A sanitizer build's library needs the sanitizer runtime first in the program.
+        flags = ["-fsanitize=address,undefined"] if cache_value("DISTRUN_SANITIZE") == "ON" else []
+        subprocess.run(["cc", *flags, "-o", program, source, "-I", os.path.join(ROOT, "runtime", "include"), LIBRARY,
                         "-Wl,-rpath," + os.path.dirname(LIBRARY)], check=True)
         # The C program, then (in the same worker, its slot's sections still on the board) what node 0 saw.
         r = self.job("sh", "-c", '"$0" && exec "$@"', program, *python_command(), "-c", ASK_NODE_0)
@@ -117,7 +119,8 @@ class Sections(LaunchCase):
         self.assertGreater(median, 0.0095)
         self.assertLess(median, 0.5)
         # Outside a job: DISTRUN_FAILED_PRECONDITION, and nothing else happens.
-        outside = subprocess.run([program], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+        outside = subprocess.run([program], capture_output=True, text=True,
+                                 env={"PATH": "/usr/bin:/bin", "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")})
         self.assertEqual(outside.returncode, 1)
         self.assertIn("exit without enter: 4\n", outside.stdout)
 
