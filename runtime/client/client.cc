@@ -290,9 +290,12 @@ int distrun_barrier(distrun_client* c, const char* name, int count, int64_t time
 
 void distrun_free(void* buffer) { std::free(buffer); }
 
+}  // extern "C"
+
+namespace {
+
 // The board is one per worker process by nature (distrun gives each process a slot), so it is opened once
 // and kept for the life of the process: a report must not pay for an open or a lookup.
-namespace {
 
 // This worker's slot of the board, mapped on first use. Never freed: a worker's last report may come from
 // a thread still running while the process exits.
@@ -333,6 +336,8 @@ struct OpenRuns {
 thread_local OpenRuns open_runs;
 
 }  // namespace
+
+extern "C" {
 
 int distrun_progress(int64_t step) {
   BoardSlot& mine = MyBoardSlot();
