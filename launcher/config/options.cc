@@ -528,7 +528,8 @@ const std::vector<OptionSpec> kTable = {
          Bad(where, v, "use HOST:PORT, such as 127.0.0.1:9400 or 0.0.0.0:9400");
        }
        if (hp.host.empty() || !hp.port) Bad(where, v, "use HOST:PORT, such as 127.0.0.1:9400 or 0.0.0.0:9400");
-       o.metrics_address = v;
+       if (v.ends_with(":0")) hp.port = 0;
+       o.metrics_address = hp;
      }},
     {"metrics-token-file", "FILE",
      "every request to --metrics-address must carry `Authorization: Bearer TOKEN`, TOKEN being FILE's content",

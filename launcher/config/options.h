@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "detect/detection.h"
+#include "detect/parse.h"
 #include "detect/topology.h"
 #include "launcher/config/host_list.h"
 #include "launcher/process/stream_choice.h"
@@ -100,7 +101,7 @@ struct Options {
   double straggler_threshold = 0.75;     // a rank's section score below it, window after window: a straggler
 
   // What node 0 shows of the job (runtime/metrics/): Prometheus' /metrics, the page, /job.json.
-  std::optional<std::string> metrics_address;     // HOST:PORT; unset: none
+  std::optional<HostPort> metrics_address;        // port 0: one the OS picks; unset: none
   std::optional<std::string> metrics_token_file;  // a bearer token every request must carry
 
   CpuBind cpu_bind = CpuBind::kNone;  // CPU affinity of each worker

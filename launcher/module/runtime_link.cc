@@ -297,12 +297,8 @@ ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& op
 void RuntimeLink::PrepareObserver(const Options& options) {
   if (!options.metrics_address) return;
   auto config = std::make_unique<ObserveConfig>();
-  const std::string& address = *options.metrics_address;
-  const bool any_port = address.ends_with(":0");
-  const HostPort hp =
-      ParseHostPort("--metrics-address", any_port ? address.substr(0, address.size() - 1) + "1" : address);
-  config->host = hp.host;
-  config->port = any_port ? 0 : hp.port.value_or(0);
+  config->host = options.metrics_address->host;
+  config->port = options.metrics_address->port.value_or(0);
   metrics_token_file_ = options.metrics_token_file;  // read where it is served, which may be elsewhere later
   config->job_token = token_;
   config->stacks_json = [](const StacksReply& reply) { return StacksTreeJson(reply); };

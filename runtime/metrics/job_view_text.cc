@@ -9,11 +9,6 @@
 namespace distrun {
 namespace {
 
-const char* StateName(JobState state) {
-  static constexpr const char* kStates[] = {"rendezvous", "running", "succeeded", "stopped"};
-  return kStates[static_cast<size_t>(state)];
-}
-
 // A finite number as JSON; null for what JSON cannot hold.
 void Number(std::string& out, double value) {
   if (!std::isfinite(value)) {
@@ -139,7 +134,7 @@ std::string JobJson(const JobStatusView& view) {
   out += JsonQuote(view.run_id);
   out += ',';
   Key(out, "state");
-  out += JsonQuote(StateName(view.state));
+  out += JsonQuote(JobStateName(view.state));
   out += ',';
   Key(out, "epoch");
   out += std::to_string(view.epoch);

@@ -48,4 +48,9 @@ NodeProgress AgedBy(NodeProgress progress, int64_t ms) {
   return progress;
 }
 
+const char* JobStateName(JobState state) {
+  static constexpr const char* kNames[] = {"rendezvous", "running", "succeeded", "stopped"};
+  return kNames[static_cast<size_t>(state)];
+}
+
 }  // namespace distrun

@@ -218,6 +218,9 @@ struct EpochSpan {
   int ranks = 0;
   std::string end;
 };
+// "rendezvous", "running", "succeeded", "stopped": the state's name on the wire and in node 0's JSON.
+const char* JobStateName(JobState state);
+
 struct JobStatusView {
   JobState state = JobState::kRendezvous;
   int epoch = 0;

@@ -355,8 +355,7 @@ StacksReply FromProto(const v1::StacksReply& in) {
 }
 
 void ToProto(const JobStatusView& in, v1::JobStatus* out) {
-  static constexpr const char* kStates[] = {"rendezvous", "running", "succeeded", "stopped"};
-  out->set_state(kStates[static_cast<size_t>(in.state)]);
+  out->set_state(JobStateName(in.state));
   out->set_epoch(in.epoch);
   out->set_num_nodes(in.num_nodes);
   out->set_history(in.history);
@@ -373,9 +372,8 @@ void ToProto(const JobStatusView& in, v1::JobStatus* out) {
 
 JobStatusView FromProto(const v1::JobStatus& in) {
   JobStatusView v;
-  static constexpr std::string_view kStates[] = {"rendezvous", "running", "succeeded", "stopped"};
-  for (size_t i = 0; i < std::size(kStates); ++i) {
-    if (in.state() == kStates[i]) v.state = static_cast<JobState>(i);
+  for (JobState s : {JobState::kRendezvous, JobState::kRunning, JobState::kSucceeded, JobState::kStopped}) {
+    if (in.state() == JobStateName(s)) v.state = s;
   }
   v.epoch = in.epoch();
   v.num_nodes = in.num_nodes();
