@@ -16,6 +16,7 @@
 #include "runtime/auth/agent_identity.h"
 #include "runtime/io/listening_socket.h"
 #include "runtime/metrics/observe_server.h"
+#include "runtime/metrics/takeover_observer.h"
 #include "runtime/service/service.h"
 #include "runtime/transport/grpc_server.h"
 
@@ -198,7 +199,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   PrepareObserver(options);
   if (node_rank_ == 0) {
     StartService(plan, options, stacks_dir, held);
-    StartObserver(/*takeover=*/false);
+    StartObserver();
   }
   if (options.join) log_->info("arriving at the running job at {}", *options.join);
 
@@ -305,8 +306,9 @@ void RuntimeLink::PrepareObserver(const Options& options) {
   observe_config_ = std::move(config);
 }
 
-void RuntimeLink::StartObserver(bool takeover) {
+void RuntimeLink::StartObserver(const std::string& takeover_host) {
   if (!observe_config_ || !service_) return;
+  const bool takeover = !takeover_host.empty();
   ObserveConfig config = *observe_config_;
   if (metrics_token_file_) {
     std::ifstream in(*metrics_token_file_);
@@ -322,16 +324,27 @@ void RuntimeLink::StartObserver(bool takeover) {
     }
     config.bearer_token = std::move(token);
   }
+  const std::string where = FormatHostPort(config.host, config.port);
+  if (takeover) {
+    TakeoverObserver::Hooks hooks;
+    hooks.served = [log = log_](const std::string& url) { log->info("job page and metrics at {}", url); };
+    hooks.waiting = [log = log_, where](const std::string& why) {
+      log->warn("cannot serve the job's metrics and page at {} yet ({}): trying again until it is free",
+                where, why);
+    };
+    hooks.given_up = [log = log_, where](const std::string& why) {
+      log->warn("cannot serve the job's metrics and page at {}: {}; this coordinator goes on without them",
+                where, why);
+    };
+    takeover_observe_ =
+        std::make_unique<TakeoverObserver>(*service_, std::move(config), takeover_host, std::move(hooks));
+    return;
+  }
   try {
-    observe_ = std::make_unique<ObserveServer>(*service_, config);
+    observe_ = std::make_unique<ObserveServer>(*service_, std::move(config));
   } catch (const std::exception& e) {
-    const std::string what = std::string("cannot serve the job's metrics and page at ") +
-                             FormatHostPort(observe_config_->host, observe_config_->port) + ": " + e.what();
-    if (takeover) {
-      log_->warn("{}; this coordinator goes on without them", what);
-      return;
-    }
-    throw UsageError(what + "; choose another --metrics-address");
+    throw UsageError("cannot serve the job's metrics and page at " + where + ": " + e.what() +
+                     "; choose another --metrics-address");
   }
   log_->info("job page and metrics at {}", observe_->url());
 }
@@ -459,7 +472,7 @@ std::optional<FailoverTarget> RuntimeLink::TurnToStandby(const std::string& why)
     return std::nullopt;
   }
   if (observe_config_) observe_config_->job_token = token_;
-  StartObserver(/*takeover=*/true);
+  StartObserver(/*takeover_host=*/ParseHostPort("the standby's address", address).host);
   log_->warn(
       "lost the job's coordinator at {} ({}); this node, its standby, serves the job on {} and takes it over "
       "once a majority of the last epoch's nodes reach it",
@@ -497,6 +510,7 @@ void RuntimeLink::Finish() {
 RuntimeLink::~RuntimeLink() {
   Finish();
   agent_.reset();
+  takeover_observe_.reset();
   observe_.reset();
   server_.reset();
   service_.reset();

@@ -29,6 +29,7 @@ class CoordinationService;
 class GrpcServer;
 class ObserveServer;
 struct ObserveConfig;
+class TakeoverObserver;
 class ListeningSocket;
 struct FailoverTarget;
 struct GrpcServerConfig;
@@ -68,10 +69,11 @@ class RuntimeLink final : public JobLink {
   GrpcServerConfig MakeServerConfig(const Plan& plan, const Options& options) const;
   // --metrics-address and --metrics-token-file, for node 0 and a standby.
   void PrepareObserver(const Options& options);
-  // Serves them beside service_ (node 0's, or the standby's after a takeover); a port that cannot be bound
-  // or a token file that cannot be read is an error at node 0's start (UsageError) and a warning after a
-  // takeover.
-  void StartObserver(bool takeover);
+  // Serves them beside service_: node 0's, where a port that cannot be bound or a token file that cannot be
+  // read is an error (UsageError); or, `takeover_host` given (this host's address in the job), the
+  // standby's after a takeover, where they are warnings and a port still in use is tried again
+  // (runtime/metrics/takeover_observer.h).
+  void StartObserver(const std::string& takeover_host = "");
   void StartService(const Plan& plan, const Options& options, const std::filesystem::path& stacks_dir,
                     const HeldPort* held);
   // An elastic job's node other than node 0: binds the port it would serve the job on as the epoch's
@@ -111,6 +113,7 @@ class RuntimeLink final : public JobLink {
   std::unique_ptr<ObserveConfig> observe_config_;
   std::optional<std::string> metrics_token_file_;
   std::unique_ptr<ObserveServer> observe_;
+  std::unique_ptr<TakeoverObserver> takeover_observe_;
   // The standby's side: its bound port and address, the service and server it would start, and where the
   // latest assignment says to turn (this node's own address when it is the standby; empty: nowhere).
   std::shared_ptr<ListeningSocket> standby_port_;

@@ -63,14 +63,16 @@ ListeningSocket ListeningSocket::Bind(const std::string& host, int port, bool li
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
   if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    throw std::runtime_error("the runtime cannot listen on " + address + ": " + ::gai_strerror(rc));
+    throw ListenError("the runtime cannot listen on " + address + ": " + ::gai_strerror(rc), 0);
   }
   std::string why = "no address";
+  int code = EADDRNOTAVAIL;
   ListeningSocket s;
   for (addrinfo* a = found; a && s.fd_ < 0; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
-      why = std::strerror(errno);
+      code = errno;
+      why = std::strerror(code);
       continue;
     }
     // SO_REUSEADDR rebinds a port whose last connections linger (TIME_WAIT), but lets another socket bind
@@ -80,7 +82,8 @@ ListeningSocket ListeningSocket::Bind(const std::string& host, int port, bool li
       ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     }
     if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || (listen && ::listen(fd, kListenBacklog) != 0)) {
-      why = std::strerror(errno);
+      code = errno;
+      why = std::strerror(code);
       ::close(fd);
       continue;
     }
@@ -89,8 +92,9 @@ ListeningSocket ListeningSocket::Bind(const std::string& host, int port, bool li
   }
   ::freeaddrinfo(found);
   if (s.fd_ < 0) {
-    throw std::runtime_error("the runtime cannot listen on " + address + ": " + why +
-                             " (address in use or not an address of this host?)");
+    throw ListenError("the runtime cannot listen on " + address + ": " + why +
+                          " (address in use or not an address of this host?)",
+                      code);
   }
   return s;
 }

@@ -4,15 +4,27 @@
 // listening only once that distrun takes the job over (DESIGN §4.5): until then a connection to it is
 // refused, and whoever tries a list of addresses goes on to the next.
 
+#include <stdexcept>
 #include <string>
 
 namespace distrun {
+
+// Why Open or Reserve could not bind: `code` is the errno of the last address tried (EADDRINUSE: another
+// socket holds the port; EADDRNOTAVAIL: not an address of this host; 0: the name did not resolve).
+class ListenError : public std::runtime_error {
+ public:
+  ListenError(const std::string& what, int code) : std::runtime_error(what), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
 
 class ListeningSocket {
  public:
   ListeningSocket() = default;
   // Binds the first address `host` resolves to that can be bound, on `port` (0: the OS picks one), and
-  // listens; non-blocking, close-on-exec. Throws std::runtime_error naming the address when it cannot.
+  // listens; non-blocking, close-on-exec. Throws ListenError naming the address when it cannot.
   static ListeningSocket Open(const std::string& host, int port);
   // Binds as Open does, without listening yet (Listen).
   static ListeningSocket Reserve(const std::string& host, int port);

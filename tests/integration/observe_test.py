@@ -350,8 +350,11 @@ class Takeover(MultiNodeCase):
         self.assertEqual((before["epoch"], before["num_nodes"], before["nodes_lost"]), (0, 3, 0))
         nodes[0].kill()
         after = []
-        self.assertTrue(wait_for(lambda: after.append(job()) or (after[-1] or {}).get("epoch", 0) >= 1, timeout=30),
-                        after[-3:])
+        if not wait_for(lambda: after.append(job()) or (after[-1] or {}).get("epoch", 0) >= 1, timeout=60):
+            for p in nodes[1:]:
+                p.kill()
+            self.fail("no epoch 1 at %s: %s; what nodes 1 and 2 said: %s"
+                      % (metrics, after[-3:], [r[2] for r in self.finish(nodes[1:])]))
         self.assertEqual((after[-1]["nodes_lost"], after[-1]["num_nodes"]), (1, 2), after[-1])
         self.assertNotEqual(after[-1]["run_id"], "")
         self.assertEqual(after[-1]["run_id"], before["run_id"])
