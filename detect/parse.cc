@@ -25,13 +25,14 @@ int ParseCount(std::string_view what, std::string_view value) {
   return static_cast<int>(parsed);
 }
 
-int ParsePort(std::string_view what, std::string_view value) {
+int ParsePort(std::string_view what, std::string_view value, PortZero zero) {
   bool digits_only =
       !value.empty() && value.size() <= 5 && value.find_first_not_of("0123456789") == std::string_view::npos;
-  int port = digits_only ? ParseCount(what, value) : 0;
-  if (port < 1 || port > 65535) {
-    throw UsageError(std::string(what) + "=" + Quote(value) +
-                     " is not a valid port; use a number from 1 to 65535");
+  const int least = zero == PortZero::kAllowed ? 0 : 1;
+  int port = digits_only ? ParseCount(what, value) : -1;
+  if (port < least || port > 65535) {
+    throw UsageError(std::string(what) + "=" + Quote(value) + " is not a valid port; use a number from " +
+                     std::to_string(least) + " to 65535");
   }
   return port;
 }
@@ -67,7 +68,7 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-HostPort ParseHostPort(std::string_view what, std::string_view value) {
+HostPort ParseHostPort(std::string_view what, std::string_view value, PortZero zero) {
   auto bad = [&](std::string_view why) {
     return UsageError(std::string(what) + "=" + Quote(value) + " " + std::string(why) +
                       "; use host, host:port or [ipv6]:port");
@@ -91,7 +92,7 @@ HostPort ParseHostPort(std::string_view what, std::string_view value) {
   }
   if (out.host.empty()) throw bad("has no host");
   if (out.host.find_first_of(" \t\r\n/") != std::string::npos) throw bad("has a space or '/' in the host");
-  if (!rest.empty()) out.port = ParsePort(what, rest.substr(1));
+  if (!rest.empty()) out.port = ParsePort(what, rest.substr(1), zero);
   return out;
 }
 

@@ -13,8 +13,10 @@ namespace distrun {
 
 // A non-negative decimal integer that fits an int ("007" is 7; "", "-1", "1e3", " 3", "3x" are errors).
 int ParseCount(std::string_view what, std::string_view value);
-// The same for a port: 1..65535.
-int ParsePort(std::string_view what, std::string_view value);
+// Whether port 0 is a port: it is where a socket is to be bound (the OS picks one), not where one is reached.
+enum class PortZero { kRefused, kAllowed };
+// The same for a port: 1..65535 (0..65535 with PortZero::kAllowed).
+int ParsePort(std::string_view what, std::string_view value, PortZero zero = PortZero::kRefused);
 
 // Reads an integer variable that must be present.
 int RequireInt(const Environment& env, std::string_view name);
@@ -30,7 +32,7 @@ struct HostPort {
   std::string host;
   std::optional<int> port;
 };
-HostPort ParseHostPort(std::string_view what, std::string_view value);
+HostPort ParseHostPort(std::string_view what, std::string_view value, PortZero zero = PortZero::kRefused);
 // "host:port", with IPv6 literals in brackets.
 std::string FormatHostPort(std::string_view host, int port);
 

@@ -33,6 +33,10 @@ TEST(ParsePort, Range) {
   EXPECT_EQ(ParsePort("P", "65535"), 65535);
   EXPECT_THROW(ParsePort("P", "0"), UsageError);
   EXPECT_THROW(ParsePort("P", "65536"), UsageError);
+  EXPECT_EQ(ParsePort("P", "0", PortZero::kAllowed), 0);  // where a socket is bound: the OS picks
+  EXPECT_THROW(ParsePort("P", "65536", PortZero::kAllowed), UsageError);
+  EXPECT_THROW(ParsePort("P", "-1", PortZero::kAllowed), UsageError);
+  EXPECT_THROW(ParsePort("P", "", PortZero::kAllowed), UsageError);
   EXPECT_THROW(ParsePort("P", "0000080"), UsageError);
 }
 

@@ -50,7 +50,7 @@ if ! ctest --test-dir build/asan -j 2 --timeout 900; then
   passed=
   for again in 1 2 3 4; do
     lsan_tracer_crash_only || break
-    echo "LeakSanitizer's tracer crashed at a process's exit (google/sanitizers#1353); the failed tests again ($again of 4)"
+    echo "LeakSanitizer's tracer crashed at a process's exit (no sanitizer report); the failed tests again ($again of 4)"
     if ctest --test-dir build/asan --rerun-failed --timeout 900; then
       passed=yes
       break

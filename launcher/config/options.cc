@@ -522,13 +522,11 @@ const std::vector<OptionSpec> kTable = {
      [](Options& o, const std::string& where, const std::string& v) {
        HostPort hp;
        try {
-         // Port 0 (the OS picks) is valid here, though not for a coordinator.
-         hp = ParseHostPort(where, v.ends_with(":0") ? v.substr(0, v.size() - 1) + "1" : v);
+         hp = ParseHostPort(where, v, PortZero::kAllowed);
        } catch (const std::exception&) {
          Bad(where, v, "use HOST:PORT, such as 127.0.0.1:9400 or 0.0.0.0:9400");
        }
        if (hp.host.empty() || !hp.port) Bad(where, v, "use HOST:PORT, such as 127.0.0.1:9400 or 0.0.0.0:9400");
-       if (v.ends_with(":0")) hp.port = 0;
        o.metrics_address = hp;
      }},
     {"metrics-token-file", "FILE",
