@@ -10,7 +10,7 @@ _distrun_flags="-h --help --detect --dry-run --version -v --verbose"
 _distrun_value_options="--config --cluster-detection-method --coordinator-address --coordinator-port
   --num-processes --process-id --num-nodes --node-rank --local-device-ids --nproc-per-node --launch-mode
   --gpus-per-worker --device-binding --export --run-id --max-restarts --nnodes --elastic-policy --scale-up
-  --scale-up-notice --change-signal --join --standby-port --node-check --node-check-timeout --format --log-level --grace-period
+  --scale-up-notice --change-signal --recovery --recovery-timeout --join --standby-port --node-check --node-check-timeout --format --log-level --grace-period
   --timeout --forward-signals --tag-output --tag-template --log-dir --ranks-filter --local-ranks-filter
   --redirects --tee --role --token-file
   --heartbeat-timeout --hang-timeout --stall-warning --straggler-threshold --metrics-address
@@ -40,6 +40,7 @@ _distrun_values() {
         --munge) words="auto off require" ;;
         --elastic-policy) words="resize spares" ;;
         --scale-up) words="never next-restart now" ;;
+        --recovery) words="restart in-process" ;;
         --change-signal) words="USR1 USR2 HUP INT TERM QUIT ALRM CONT WINCH URG PWR none" ;;
         --log-level) words="trace debug info warn error off" ;;
         --hang-timeout) words="auto off" ;;

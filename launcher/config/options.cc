@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 
 #include "detect/devices.h"
@@ -13,6 +14,11 @@
 #include "launcher/process/signal_names.h"
 
 namespace distrun {
+
+const char* RecoveryModeName(RecoveryMode mode) {
+  return mode == RecoveryMode::kInProcess ? "in-process" : "restart";
+}
+
 namespace {
 
 [[noreturn]] void Bad(const std::string& where, const std::string& value, const std::string& expected) {
@@ -272,6 +278,29 @@ const std::vector<OptionSpec> kTable = {
        std::vector<int> sig = ParseForwardSignals(where, v);
        if (sig.size() != 1) Bad(where, v, "name one signal, e.g. USR1, or none");
        o.change_signal = sig.front();
+     }},
+    {"recovery", "restart|in-process",
+     "what a change of the world (a lost node, a failed worker, an arrival) does to the workers: restart "
+     "stops and starts every one; in-process keeps the survivors' processes and hands them the next world "
+     "(distrun.torch.recover()), starts a failed worker again alone, and lets spares wait with their imports "
+     "done",
+     "restart",
+     [](Options& o, const std::string& where, const std::string& v) {
+       if (v == "restart")
+         o.recovery = RecoveryMode::kRestart;
+       else if (v == "in-process")
+         o.recovery = RecoveryMode::kInProcess;
+       else
+         Bad(where, v, "use restart or in-process");
+     }},
+    {"recovery-timeout", "SECONDS",
+     "with --recovery in-process: how long a worker has, after it was told of a change, to reach the next "
+     "world (distrun.torch.recover()) before it is killed and started again (default: 3 x "
+     "--heartbeat-timeout)",
+     nullptr,
+     [](Options& o, const std::string& where, const std::string& v) {
+       o.recovery_timeout_s = ParseSeconds(where, v);
+       if (*o.recovery_timeout_s < 0.1) Bad(where, v, "use at least 0.1 seconds");
      }},
     {"join", "HOST:PORT[,HOST:PORT...]",
      "arrive at a running elastic job whose coordinator listens on HOST:PORT, as a new node (a repaired or "
@@ -608,6 +637,12 @@ double ParseSeconds(const std::string& where, const std::string& value) {
   return n;
 }
 
+std::string FormatSeconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%gs", seconds);
+  return text;
+}
+
 const char* OptionSourceName(OptionSource source) {
   switch (source) {
     case OptionSource::kDefault:
@@ -706,6 +741,15 @@ Options ResolveOptions(const RawValues& flags,
                        *options.topology.coordinator_address + " disagree; give only --join");
     }
     options.topology.coordinator_address = first;
+  }
+  if (options.recovery == RecoveryMode::kInProcess && options.elastic &&
+      options.elastic_policy == ElasticPolicy::kSpares &&
+      options.elastic->max_nodes <= options.elastic->min_nodes) {
+    throw UsageError(
+        "--recovery in-process with --elastic-policy spares needs room for a spare: --nnodes " +
+        std::to_string(options.elastic->min_nodes) + ":" + std::to_string(options.elastic->max_nodes) +
+        " has none; give MAX above MIN (e.g. --nnodes " + std::to_string(options.elastic->min_nodes) + ":" +
+        std::to_string(options.elastic->min_nodes + 1) + ")");
   }
   if (options.elastic) {
     options.elastic->policy = options.elastic_policy;

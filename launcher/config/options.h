@@ -31,6 +31,11 @@ enum class ScriptForm { kScript, kModule, kProgram };
 // Whether agents prove their user with munge (launcher/job/job_protection.h): where it works and no job token
 // was given (auto), never (off), or always, failing where munge does not work (require).
 enum class MungeUse { kAuto, kOff, kRequire };
+// What a change of the job's world (a lost node, a failed worker, an arrival) does to the workers
+// (ARCHITECTURE.md, "Recovering in place"): every worker is stopped and started again (restart), or the
+// survivors keep their processes and are handed the next world (in-process).
+enum class RecoveryMode { kRestart, kInProcess };
+const char* RecoveryModeName(RecoveryMode mode);
 
 struct Options {
   ExplicitTopology topology;              // detection method and explicit values
@@ -49,6 +54,11 @@ struct Options {
   ScaleUp scale_up = ScaleUp::kNextRestart;               // likewise
   double scale_up_notice_s = 0;      // scale-up now: from the change notice to the next epoch
   std::optional<int> change_signal;  // sent to the workers when a change of the world is coming
+  RecoveryMode recovery = RecoveryMode::kRestart;
+  // In-process: how long a survivor has, from the notice, to reach the next world (it calls
+  // distrun.torch.recover()) before it is killed and started again; unset: 3 x --heartbeat-timeout.
+  std::optional<double> recovery_timeout_s;
+  double RecoveryTimeoutSeconds() const { return recovery_timeout_s.value_or(3 * heartbeat_timeout_s); }
   // --join HOST:PORT[,HOST:PORT...]: this distrun arrives at a running elastic job whose coordinator is
   // there (or at one of these: node 0's and its standbys' addresses, tried in turn).
   std::optional<std::string> join;
@@ -134,6 +144,8 @@ inline constexpr double kElasticHeartbeatTimeoutS = 3;
 // Seconds, fractions allowed ("0.5"), with an optional unit s, m or h ("90s", "2h"); at most 1e9 seconds.
 // Throws UsageError naming `where`.
 double ParseSeconds(const std::string& where, const std::string& value);
+// The inverse, for messages and variables: 30 → "30s", 0.25 → "0.25s" (ParseSeconds reads it back).
+std::string FormatSeconds(double seconds);
 
 // "nproc-per-node" → "DISTRUN_NPROC_PER_NODE" and "nproc_per_node".
 std::string EnvNameFor(const char* option_name);

@@ -49,8 +49,12 @@ class JobLink {
   virtual ~JobLink() = default;
 
   // Blocks until every node joined `round` (0, then the round of a restart decision) and returns the
-  // settled assignment. Throws JobLinkError.
-  virtual JobAssignment Rendezvous(int round, const JobAssignment& provisional) = 0;
+  // settled assignment. `fresh_local` (--recovery in-process): this node's local ranks held by processes
+  // that hold no training state. Throws JobLinkError.
+  virtual JobAssignment Rendezvous(int round, const JobAssignment& provisional,
+                                   const std::vector<int>& fresh_local = {}) = 0;
+  // Ends a Rendezvous blocked on another thread (it throws JobLinkError); nothing when none is.
+  virtual void CancelRendezvous() {}
   // This node's first failed worker. Returns whether it was the job's root cause (first in the round).
   virtual bool ReportFailure(const FailedWorker& failure) = 0;
   // Every worker of this node exited 0.

@@ -98,9 +98,10 @@ bool LazyLink::ConnectionWaiting() const {
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
-JobAssignment LazyLink::Rendezvous(int round, const JobAssignment& provisional) {
+JobAssignment LazyLink::Rendezvous(int round, const JobAssignment& provisional,
+                                   const std::vector<int>& fresh_local) {
   if (round != 0 || runtime_ || answered_round0_) {
-    return Runtime("a rendezvous after a restart").Rendezvous(round, provisional);
+    return Runtime("a rendezvous after a restart").Rendezvous(round, provisional, fresh_local);
   }
   // One node: every rank is this node's, on the port held here; round 0 is epoch 0.
   answered_ = provisional;
@@ -108,6 +109,10 @@ JobAssignment LazyLink::Rendezvous(int round, const JobAssignment& provisional) 
   answered_.restart_count = 0;
   answered_round0_ = true;
   return answered_;
+}
+
+void LazyLink::CancelRendezvous() {
+  if (runtime_) runtime_->CancelRendezvous();
 }
 
 bool LazyLink::ReportFailure(const FailedWorker& failure) {

@@ -48,7 +48,9 @@ class LazyLink final : public JobLink {
                                         std::shared_ptr<spdlog::logger> log, Starter start);
 
   // Round 0 is answered here, as the runtime would answer it (the plan's assignment on the held port).
-  JobAssignment Rendezvous(int round, const JobAssignment& provisional) override;
+  JobAssignment Rendezvous(int round, const JobAssignment& provisional,
+                           const std::vector<int>& fresh_local = {}) override;
+  void CancelRendezvous() override;
   bool ReportFailure(const FailedWorker& failure) override;
   // Before the runtime started: the job is complete (decided here, as its service would).
   void ReportSuccess() override;

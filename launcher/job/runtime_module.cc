@@ -30,8 +30,12 @@ class LoadedLink final : public JobLink {
  public:
   explicit LoadedLink(ModuleLink* link) : link_(link) {}
 
-  JobAssignment Rendezvous(int round, const JobAssignment& provisional) override {
-    return Call([&](ModuleError& e) { return link_->Rendezvous(round, provisional, e); });
+  JobAssignment Rendezvous(int round, const JobAssignment& provisional,
+                           const std::vector<int>& fresh_local) override {
+    return Call([&](ModuleError& e) { return link_->Rendezvous(round, provisional, fresh_local, e); });
+  }
+  void CancelRendezvous() override {
+    Call([&](ModuleError& e) { link_->CancelRendezvous(e); });
   }
   bool ReportFailure(const FailedWorker& failure) override {
     return Call([&](ModuleError& e) { return link_->ReportFailure(failure, e); });

@@ -50,7 +50,9 @@ struct ModuleError {
 class ModuleLink {
  public:
   virtual ~ModuleLink() = default;
-  virtual JobAssignment Rendezvous(int round, const JobAssignment& provisional, ModuleError& error) = 0;
+  virtual JobAssignment Rendezvous(int round, const JobAssignment& provisional,
+                                   const std::vector<int>& fresh_local, ModuleError& error) = 0;
+  virtual void CancelRendezvous(ModuleError& error) = 0;
   virtual bool ReportFailure(const FailedWorker& failure, ModuleError& error) = 0;
   virtual void ReportSuccess(ModuleError& error) = 0;
   virtual void Leave(int round, const std::string& reason, ModuleError& error) = 0;

@@ -38,8 +38,12 @@ class GuardedLink final : public ModuleLink {
     Guard(ignored, [&] { link_.reset(); });
   }
 
-  JobAssignment Rendezvous(int round, const JobAssignment& provisional, ModuleError& error) override {
-    return Guard(error, [&] { return link_->Rendezvous(round, provisional); });
+  JobAssignment Rendezvous(int round, const JobAssignment& provisional, const std::vector<int>& fresh_local,
+                           ModuleError& error) override {
+    return Guard(error, [&] { return link_->Rendezvous(round, provisional, fresh_local); });
+  }
+  void CancelRendezvous(ModuleError& error) override {
+    Guard(error, [&] { link_->CancelRendezvous(); });
   }
   bool ReportFailure(const FailedWorker& failure, ModuleError& error) override {
     return Guard(error, [&] { return link_->ReportFailure(failure); });

@@ -215,6 +215,7 @@ RuntimeLink::RuntimeLink(const Plan& plan, const Options& options, const Environ
   config.join.num_nodes = num_nodes_;
   config.join.host = node_rank_ == 0 ? plan.assignment.process0_host : env.hostname;
   config.join.machine = env.hostname;
+  config.join.recovers_in_place = options.recovery == RecoveryMode::kInProcess;
   config.join.local_workers = plan.layout.local_workers;
   config.join.device_tokens = plan.layout.node_devices;
   // A run id this distrun made up is its own: node 0's is the job's. One from the launcher or --run-id is
@@ -248,6 +249,7 @@ ServiceConfig RuntimeLink::MakeServiceConfig(const Plan& plan, const Options& op
   ServiceConfig sc;
   sc.num_nodes = num_nodes_;
   sc.max_restarts = options.max_restarts;
+  sc.recovery_in_place = options.recovery == RecoveryMode::kInProcess;
   sc.run_id = plan.assignment.run_id;
   if (plan.layout.mode == LaunchMode::kPerNode &&
       static_cast<int>(plan.topology.hosts.size()) == num_nodes_) {
@@ -529,7 +531,8 @@ void RuntimeLink::CheckArrival(const Plan& plan, const JobToken& token) const {
   }
 }
 
-JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisional) {
+JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisional,
+                                      const std::vector<int>& fresh_local) {
   NodeAssignment na;
   std::optional<ProposedPorts> ports;
   bool hosting = false;
@@ -542,7 +545,7 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
     ports = ProposedPorts{fresh_master_port_ ? PickFreePort() : provisional.master_port.value_or(0),
                           fresh_jax_port_ ? PickFreePort() : provisional.jax_port.value_or(0)};
   }
-  Status s = agent_->Join(round, &na, ports);
+  Status s = agent_->Join(round, &na, ports, fresh_local);
   if (!s.ok()) {
     // Lost while it waited (frozen, cut off), the node is fenced: it leaves as fenced nodes do.
     const bool fenced = s.code == StatusCode::kAborted && s.message.starts_with(kFencedPrefix);
@@ -565,6 +568,7 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   if (na.jax_port > 0) a.jax_port = na.jax_port;
   if (!na.run_id.empty()) a.run_id = na.run_id;
   a.restart_count = na.restart_round;
+  a.change = na.change;
   // The epoch's world: an elastic job's node ranks change as nodes are lost; a spare gets no seat. (In
   // per-task mode a node is a host with all of its distrun processes.)
   a.spare = na.spare;
@@ -586,6 +590,8 @@ JobAssignment RuntimeLink::Rendezvous(int round, const JobAssignment& provisiona
   a.coordinator_address = worker_address_;
   return a;
 }
+
+void RuntimeLink::CancelRendezvous() { agent_->CancelJoin(); }
 
 bool RuntimeLink::ReportFailure(const FailedWorker& failure) {
   FailedWorker f = failure;

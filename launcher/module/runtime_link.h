@@ -47,7 +47,9 @@ class RuntimeLink final : public JobLink {
   // Finishes (below), then stops the agent and the service.
   ~RuntimeLink() override;
 
-  JobAssignment Rendezvous(int round, const JobAssignment& provisional) override;
+  JobAssignment Rendezvous(int round, const JobAssignment& provisional,
+                           const std::vector<int>& fresh_local = {}) override;
+  void CancelRendezvous() override;
   bool ReportFailure(const FailedWorker& failure) override;
   void ReportSuccess() override;
   void Leave(int round, const std::string& reason) override;

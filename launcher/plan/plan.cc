@@ -286,8 +286,9 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
   }
   const std::vector<std::string> mpi_variables = MpiLauncherVariables(env);
 
-  // A hot spare holds no workers until it takes a lost node's seat.
-  const int local_workers = a.spare ? 0 : layout.local_workers;
+  // A hot spare holds no workers until it takes a lost node's seat; under --recovery in-process its workers
+  // start at once and wait for a world (warm: their imports done), with this epoch's variables until then.
+  const int local_workers = a.spare && o.recovery != RecoveryMode::kInProcess ? 0 : layout.local_workers;
   plan.workers.reserve(static_cast<size_t>(std::max(local_workers, 0)));
   for (int i = 0; i < local_workers; ++i) {
     WorkerPlan w;
@@ -332,6 +333,11 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("DISTRUN_RESTART_COUNT", std::to_string(a.restart_count));
       set("DISTRUN_EPOCH", std::to_string(a.restart_count));
       set("DISTRUN_CLUSTER", t.method);
+      if (o.recovery == RecoveryMode::kInProcess) {
+        // distrun.torch reads these (and DISTRUN_RECOVERY_SOCKET, which the running distrun adds).
+        set("DISTRUN_RECOVERY", RecoveryModeName(o.recovery));
+        set("DISTRUN_RECOVERY_TIMEOUT", FormatSeconds(o.RecoveryTimeoutSeconds()));
+      }
       // Scripts' `distrun kv`, `barrier` and `progress` reach the distrun that launched them even when it
       // is not on PATH (/opt/x/bin/distrun, a venv's bin not activated): its path, and its directory last
       // on PATH where PATH does not hold it (what PATH finds first still wins).

@@ -11,6 +11,7 @@
 #include "detect/environment.h"
 #include "detect/topology.h"
 #include "launcher/config/options.h"
+#include "runtime/recovery/world_change.h"
 
 namespace distrun {
 
@@ -63,6 +64,8 @@ struct JobAssignment {
   std::string run_id;
   int restart_count = 0;  // the epoch: every start of the job's workers after the first counts one
   bool spare = false;     // a hot spare this epoch (elastic jobs): no workers here
+  // --recovery in-process: how this epoch's world follows the previous one (runtime/recovery/world_change.h).
+  WorldChange change;
 
   bool operator==(const JobAssignment&) const = default;
 };

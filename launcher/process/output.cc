@@ -205,6 +205,13 @@ Output::~Output() = default;
 
 void Output::StartWorker(size_t slot, int rank, int local_rank) {
   Worker& w = workers_[slot];
+  for (int s = 0; s < 2; ++s) w.lines[s] = LineAssembler(settings_.max_line);
+  w.tail.clear();
+  Relabel(slot, rank, local_rank);
+}
+
+void Output::Relabel(size_t slot, int rank, int local_rank) {
+  Worker& w = workers_[slot];
   w.rank = rank;
   const bool shown =
       (!settings_.ranks_filter ||
@@ -220,14 +227,12 @@ void Output::StartWorker(size_t slot, int rank, int local_rank) {
     w.to_file[s] = !chosen || ((redirected | teed) & bits[s]) != 0;
   }
   for (int s = 0; s < 2; ++s) {
-    w.lines[s] = LineAssembler(settings_.max_line);
     w.prefix[s].clear();
     if (!settings_.tag) continue;
     std::string tag = RenderTag(settings_.tag_template, rank, local_rank, settings_.host);
     w.prefix[s] =
         colour_[s] ? kRankColours[static_cast<size_t>(rank) % std::size(kRankColours)] + tag + kReset : tag;
   }
-  w.tail.clear();
   if (settings_.log_dir && !files_.contains(rank)) {
     Files& f = files_[rank];
     const char* suffix[2] = {".out", ".err"};

@@ -86,6 +86,9 @@ class Output {
   // Begins worker `slot`'s streams for a (re)started worker. Log files are opened (truncated) the first
   // time a rank is seen and appended to across restarts.
   void StartWorker(size_t slot, int rank, int local_rank);
+  // The worker in `slot` goes on under another rank (a new world recovered in place): its tag, filters and
+  // log files are the new rank's from the next line on; a partial line and the stderr tail are kept.
+  void Relabel(size_t slot, int rank, int local_rank);
   void Write(size_t slot, Stream stream, std::string_view data);
   // End of the stream: the partial last line is written with a newline.
   void Finish(size_t slot, Stream stream);

@@ -10,19 +10,10 @@
 #include <cstring>
 #include <thread>
 
+#include "launcher/config/options.h"
 #include "launcher/process/spawn.h"
 
 namespace distrun {
-namespace {
-
-std::string Seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%gs", s);
-  return text;
-}
-
-}  // namespace
-
 NodeCheckResult RunNodeCheck(const std::string& command, const std::vector<std::string>& env,
                              double timeout_s) {
   std::vector<std::string> argv_text = {"/bin/sh", "-c", command};
@@ -58,7 +49,7 @@ NodeCheckResult RunNodeCheck(const std::string& command, const std::vector<std::
       ::kill(-pid, SIGKILL);  // its own process group: the check and whatever it started
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
-      return {false, "ran past " + Seconds(timeout_s) + " (--node-check-timeout)"};
+      return {false, "ran past " + FormatSeconds(timeout_s) + " (--node-check-timeout)"};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

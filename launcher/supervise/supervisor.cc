@@ -17,7 +17,9 @@
 #include <string_view>
 
 #include "launcher/process/signal_names.h"
+#include "launcher/recovery/worker_channel.h"
 #include "launcher/supervise/node_check.h"
+#include "launcher/supervise/rendezvous_thread.h"
 #include "launcher/supervise/scratch_parent.h"
 
 namespace distrun {
@@ -35,13 +37,6 @@ constexpr auto kProgressInterval = std::chrono::milliseconds(250);
 // A node's part of `distrun stacks`: gdb on a large native process takes seconds; the service waits a
 // little longer for every node.
 constexpr auto kStacksTimeout = std::chrono::milliseconds(10'000);
-
-std::string Seconds(double s) {
-  std::string text = std::to_string(s);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text + "s";
-}
 
 }  // namespace
 
@@ -221,6 +216,7 @@ std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const Worker
   if (error_files_ && error_files_->enabled()) {
     own[std::string(kTorchErrorFileVariable)] = error_files_->PathFor(plan.process_id).string();
   }
+  if (channel_) own[kRecoverySocketVariable] = channel_->address();
   for (const auto& [name, value] : own) {
     auto at = find(name);
     if (at != mine.end() && at->first == name) {
@@ -252,6 +248,33 @@ std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const Worker
   return out;
 }
 
+void Supervisor::MakeSpec(size_t slot, SpawnSpec& spec, bool clear_error_file) {
+  Worker& w = workers_[slot];
+  w.plan = plan_.workers[slot];
+  output_.StartWorker(slot, w.plan.process_id, w.plan.local_rank);
+  if (clear_error_file) error_files_->Clear(w.plan.process_id);
+  spec.argv = options_.command;
+  spec.env = WorkerEnvironment(slot, w.plan);
+  spec.inherit_stdin = w.plan.process_id == 0;
+  spec.cpus = w.plan.cpus;
+  spec.non_default_signals = &non_default_signals_;
+  spec.descriptor_limit = workers_descriptor_limit_;
+  spec.foreground = TakesTerminal(w.plan);
+}
+
+void Supervisor::Adopt(size_t slot, Child child) {
+  Worker& w = workers_[slot];
+  w.child = std::move(child);
+  w.started = true;
+  const auto now = Clock::now();
+  worker_watch_->Started(slot, w.plan.process_id, w.child.pid(),
+                         fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), now);
+  if (TakesTerminal(w.plan)) terminal_owner_ = w.child.pid();
+  log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
+              w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
+  if (recovery_) recovery_->Started(slot, w.child.pid(), w.plan.process_id, now);
+}
+
 void Supervisor::StartWorkers() {
   phase_ = Phase::kRunning;
   // The first report one interval in: a single-host job that ends sooner never starts its runtime for it
@@ -277,23 +300,11 @@ void Supervisor::StartWorkers() {
   ++rounds_started_;
   ArmWatchdog(true);
   // Each worker's spec is made here while the spawner's threads start the ones before it.
-  std::vector<SpawnOutcome> outcomes = spawner_->Start(plan_.workers.size(), [&](size_t i, SpawnSpec& spec) {
-    Worker& w = workers_[i];
-    w.plan = plan_.workers[i];
-    output_.StartWorker(i, w.plan.process_id, w.plan.local_rank);
-    if (clear_error_files) error_files_->Clear(w.plan.process_id);
-    spec.argv = options_.command;
-    spec.env = WorkerEnvironment(i, w.plan);
-    spec.inherit_stdin = w.plan.process_id == 0;
-    spec.cpus = w.plan.cpus;
-    spec.non_default_signals = &non_default_signals_;
-    spec.descriptor_limit = workers_descriptor_limit_;
-    spec.foreground = TakesTerminal(w.plan);
-  });
+  std::vector<SpawnOutcome> outcomes = spawner_->Start(
+      plan_.workers.size(), [&](size_t i, SpawnSpec& spec) { MakeSpec(i, spec, clear_error_files); });
   std::exception_ptr first_error;
   size_t failed_slot = 0;
   for (size_t i = 0; i < outcomes.size(); ++i) {
-    Worker& w = workers_[i];
     if (outcomes[i].error) {
       if (!first_error) {
         first_error = outcomes[i].error;
@@ -301,13 +312,7 @@ void Supervisor::StartWorkers() {
       }
       continue;
     }
-    w.child = std::move(outcomes[i].child);
-    w.started = true;
-    worker_watch_->Started(i, w.plan.process_id, w.child.pid(),
-                           fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), Clock::now());
-    if (TakesTerminal(w.plan)) terminal_owner_ = w.child.pid();
-    log_->debug("started rank {} (local rank {}, pid {}){}", w.plan.process_id, w.plan.local_rank,
-                w.child.pid(), restart_count_ > 0 ? fmt::format(", restart {}", restart_count_) : "");
+    Adopt(i, std::move(outcomes[i].child));
   }
   CloseBrokenStreams();
   if (first_error) {
@@ -363,7 +368,9 @@ int Supervisor::Run() {
         break;
       }
       if (link_) JoinRound(restart_count_);
+      if (rounds_started_ == 0) SetUpRecovery();
       StartWorkers();
+      if (recovery_) HandOutWorld(plan_);
       Loop();
       FinishRun();
       if (!ShouldRestart()) break;
@@ -381,9 +388,11 @@ int Supervisor::Run() {
       }
     }
   } catch (...) {
+    AbandonJoin();
     KillEverything();
     throw;
   }
+  AbandonJoin();
   if (stop_reason_ == StopReason::kFailure && options_.max_restarts > 0 &&
       failure_restarts_ >= options_.max_restarts) {
     log_->error("no restarts left (--max-restarts {}); exiting with the failed worker's code {}",
@@ -396,43 +405,6 @@ int Supervisor::Run() {
     if (pid == sentinel_.pid()) sentinel_.SetReaped();
   }
   return exit_code_;
-}
-
-// An elastic job's node whose distrun freezes must not keep its workers beside the next epoch: the sentinel
-// watches for distrun's pulses while workers run and fences the node after --heartbeat-timeout without one,
-// when node 0 gives up on it too. Not while distrun waits for a rendezvous or a node check, which may take
-// long and during which no worker runs.
-void Supervisor::ArmWatchdog(bool on) {
-  if (!options_.elastic || !link_ || on == watchdog_armed_) return;
-  watchdog_armed_ = on;
-  sentinel_.Watch(on ? std::chrono::milliseconds(static_cast<int64_t>(options_.heartbeat_timeout_s * 1000))
-                     : std::chrono::milliseconds(0));
-  next_pulse_ = Clock::now() + WatchdogPulse();
-}
-
-Supervisor::Clock::duration Supervisor::WatchdogPulse() const {
-  return std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(options_.heartbeat_timeout_s / 5));
-}
-
-std::string Supervisor::CheckNode(int epoch) {
-  if (!options_.node_check) return {};
-  ArmWatchdog(false);
-  std::vector<std::string> env;
-  for (const auto& [name, value] : env_.vars) {
-    if (name != "DISTRUN_EPOCH") env.push_back(name + "=" + value);
-  }
-  env.push_back("DISTRUN_EPOCH=" + std::to_string(epoch));  // which epoch the node is about to take part in
-  log_->debug("epoch {}: running --node-check", epoch);
-  NodeCheckResult r = RunNodeCheck(*options_.node_check, env, options_.node_check_timeout_s);
-  if (r.ok) return {};
-  return "--node-check '" + *options_.node_check + "' failed on " + env_.hostname + ": " + r.problem;
-}
-
-void Supervisor::LeaveJob(const std::string& reason) {
-  log_->error("{}; this node leaves the job (exit code {})", reason, kFencedExitCode);
-  if (link_) link_->Leave(restart_count_, reason);
-  exit_code_ = kFencedExitCode;
 }
 
 bool Supervisor::TakesTerminal(const WorkerPlan& plan) const {
@@ -453,148 +425,6 @@ void Supervisor::AwaitSentinel() {
   }
 }
 
-bool Supervisor::ShouldRestart() const {
-  if (no_restart_) return false;
-  if (link_) {
-    // The job decides, for every node alike.
-    if (!decision_ || decision_->kind != JobDecision::Kind::kRestart) return false;
-  } else if (stop_reason_ != StopReason::kFailure || restart_count_ >= options_.max_restarts) {
-    return false;
-  }
-  return !timeout_at_ || Clock::now() < *timeout_at_;
-}
-
-void Supervisor::JoinRound(int round) {
-  // Waiting for the other nodes may take long. No worker runs meanwhile, so INT, TERM and HUP may end
-  // distrun the ordinary way: nothing is left behind.
-  sigset_t stop;
-  sigemptyset(&stop);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
-  ::pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
-  ArmWatchdog(false);
-  JobAssignment assignment;
-  try {
-    assignment = link_->Rendezvous(round, plan_.assignment);
-  } catch (...) {
-    ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-    throw;
-  }
-  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  decision_.reset();
-  restart_count_ = assignment.restart_count;  // an arrival joined whatever epoch the job was in
-  // The plan is the assignment's: made again (7 us per worker) only when the rendezvous changed it.
-  if (assignment != plan_.assignment)
-    plan_ = MakePlan(plan_.topology, plan_.layout, assignment, options_, env_);
-  if (assignment.spare) {
-    log_->info("epoch {}: this node is a hot spare (no workers) until a later epoch gives it a seat",
-               assignment.restart_count);
-  } else if (options_.elastic) {
-    log_->info("epoch {}: node {} of {}, ranks {}..{} of {}", round, assignment.node_rank,
-               assignment.num_nodes, assignment.rank_offset,
-               assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1, assignment.num_processes);
-  } else {
-    log_->debug("rendezvous round {}: ranks {}..{} of {} on this node", round, assignment.rank_offset,
-                assignment.rank_offset + static_cast<int>(plan_.workers.size()) - 1,
-                assignment.num_processes);
-  }
-}
-
-bool Supervisor::AwaitingDecision() const {
-  if (!link_ || decision_) return false;
-  return stop_reason_ == StopReason::kSuccess || stop_reason_ == StopReason::kFailure ||
-         stop_reason_ == StopReason::kSpawnError;
-}
-
-void Supervisor::OnJobDecisions() {
-  for (JobDecision& d : link_->TakeDecisions()) {
-    if (d.kind == JobDecision::Kind::kNotice) {
-      NoticeChange(d.reason);
-      continue;
-    }
-    if (d.kind == JobDecision::Kind::kStacks) {
-      worker_watch_->CollectStacks(d.stacks_id);
-      continue;
-    }
-    if (d.kind == JobDecision::Kind::kDiagnosis) {
-      if (d.warning) {
-        log_->warn("{}", d.reason);
-      } else {
-        log_->error("{}", d.reason);
-      }
-      continue;
-    }
-    if (d.kind == JobDecision::Kind::kFailover) {
-      // The lost coordinator's world cannot go on, and the standby may begin the next epoch without this
-      // node: its workers end now, without a grace period; the standby's restart or stop decides the rest.
-      if (phase_ == Phase::kRunning) {
-        log_->warn("{}: killing this node's workers at once", d.reason);
-        BeginStop(StopReason::kFailure, 1);  // the code of a lost coordinator, should the job end
-        HurryStop();
-      } else {
-        log_->warn("{}", d.reason);
-      }
-      continue;
-    }
-    // A restart into the epoch this node already joined (an arrival hears of it while it joins).
-    if (d.kind == JobDecision::Kind::kRestart && d.restart_round <= restart_count_) continue;
-    if (decision_) continue;  // the first decision of a round is the one
-    switch (d.kind) {
-      case JobDecision::Kind::kStop:
-        no_restart_ = true;
-        if (d.exit_code == kFencedExitCode) {
-          // An elastic job went on without this node while it was frozen or cut off: its workers must not
-          // run beside the next epoch's, so they get no grace period.
-          if (phase_ == Phase::kRunning) {
-            log_->error("{}; killing this node's workers at once", d.reason);
-            BeginStop(StopReason::kExternal, d.exit_code);
-            HurryStop();
-          } else {
-            log_->error("{}", d.reason);
-          }
-          exit_code_ = d.exit_code;
-          // A worker that failed here first failed of what fenced the node (its peers went away): the
-          // fence is this node's end, not that worker.
-          root_cause_here_ = false;
-        } else if (phase_ == Phase::kRunning && d.coordinator_lost && options_.elastic) {
-          // Cut off (or node 0 is gone): the job may already go on without this node, so its workers end
-          // now, without a grace period in which they could run beside the next epoch.
-          log_->error(
-              "the job stopped: {}; killing this node's workers at once (an elastic job goes on "
-              "without it)",
-              d.reason);
-          BeginStop(StopReason::kExternal, d.exit_code);
-          HurryStop();
-        } else if (phase_ == Phase::kRunning) {
-          log_->error("the job stopped: {}; stopping this node's workers", d.reason);
-          BeginStop(StopReason::kExternal, d.exit_code);
-        } else if (stop_reason_ != StopReason::kSignal && stop_reason_ != StopReason::kTimeout) {
-          exit_code_ = d.exit_code;  // every node exits with the root cause's code
-          // A worker that failed as the coordinator was lost failed of that loss: say it, too.
-          if (stop_reason_ == StopReason::kSuccess || d.coordinator_lost)
-            log_->error("the job stopped: {}", d.reason);
-        }
-        break;
-      case JobDecision::Kind::kRestart:
-        if (d.node_arrived) {
-          log_->warn("{}; the job restarts with it in epoch {}", d.reason, d.restart_round);
-        } else if (d.node_lost) {
-          log_->warn("{}; the job goes on without it in epoch {}", d.reason, d.restart_round);
-        } else if (phase_ == Phase::kRunning) {
-          log_->warn("restarting the job (round {}) after {}", d.restart_round, d.reason);
-        }
-        if (phase_ == Phase::kRunning) BeginStop(StopReason::kRestart, 0);
-        break;
-      case JobDecision::Kind::kComplete:
-      case JobDecision::Kind::kNotice:
-      case JobDecision::Kind::kStacks:
-      case JobDecision::Kind::kDiagnosis:
-      case JobDecision::Kind::kFailover:
-        break;
-    }
-    decision_ = std::move(d);
-  }
-}
-
 void Supervisor::WatchProgress(Clock::time_point now) {
   next_progress_ = now + kProgressInterval;
   if (link_) link_->ReportProgress(worker_watch_->Sample(restart_count_, now));
@@ -604,16 +434,6 @@ void Supervisor::AnswerStacks() {
   for (const StacksReply& reply : worker_watch_->TakeStacks()) {
     if (link_) link_->SendStacks(reply);
   }
-}
-
-void Supervisor::NoticeChange(const std::string& what) {
-  if (!options_.change_signal || phase_ != Phase::kRunning) {
-    log_->info("{}", what);
-    return;
-  }
-  const int count = SignalRunningWorkers(*options_.change_signal);
-  log_->info("{}; sent {} to {} worker(s) (--change-signal)", what, SignalName(*options_.change_signal),
-             count);
 }
 
 void Supervisor::Loop() {
@@ -696,21 +516,25 @@ int Supervisor::PollTimeoutMs(Clock::time_point now) const {
   if (phase_ == Phase::kStopping && local_done_ && timeout_at_) earliest(*timeout_at_);
   if (watchdog_armed_) earliest(next_pulse_);
   if (phase_ == Phase::kRunning && link_) earliest(next_progress_);
+  if (phase_ == Phase::kRunning && recovery_) {
+    if (auto deadline = recovery_->NextDeadline()) earliest(*deadline);
+  }
   if (!wake) return -1;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
   return static_cast<int>(std::clamp<decltype(ms)>(ms, 0, 60 * 60 * 1000));
 }
 
 void Supervisor::CheckTimers(Clock::time_point now) {
+  if (phase_ == Phase::kRunning && recovery_) recovery_->Tick(now);
   if (timeout_at_ && now >= *timeout_at_) {
     no_restart_ = true;
     if (phase_ == Phase::kRunning) {
       log_->error("the job ran for --timeout {}; stopping the workers (exit code {})",
-                  Seconds(options_.timeout_s), kTimeoutExit);
+                  FormatSeconds(options_.timeout_s), kTimeoutExit);
       BeginStop(StopReason::kTimeout, kTimeoutExit);
     } else if (local_done_ && AwaitingDecision()) {
       log_->error("the job ran for --timeout {} while this node waited for the others (exit code {})",
-                  Seconds(options_.timeout_s), kTimeoutExit);
+                  FormatSeconds(options_.timeout_s), kTimeoutExit);
       stop_reason_ = StopReason::kTimeout;
       exit_code_ = kTimeoutExit;
     }
@@ -719,7 +543,7 @@ void Supervisor::CheckTimers(Clock::time_point now) {
   if (!killed_ && now >= kill_at_) {
     if (!JobGone() && !hurried_) {
       log_->warn("workers still running {} after {} (--grace-period); sending SIGKILL",
-                 Seconds(options_.grace_period_s), SignalName(stop_signal_));
+                 FormatSeconds(options_.grace_period_s), SignalName(stop_signal_));
     }
     SignalJob(SIGKILL);
     killed_ = true;
@@ -852,7 +676,7 @@ void Supervisor::HandleSignals() {
         exit_code_ = 128 + sig;
       } else if (phase_ == Phase::kRunning) {
         log_->warn("received {}; stopping the workers ({} now, SIGKILL after --grace-period {})",
-                   SignalName(sig), SignalName(sig), Seconds(options_.grace_period_s));
+                   SignalName(sig), SignalName(sig), FormatSeconds(options_.grace_period_s));
         BeginStop(StopReason::kSignal, 128 + sig, sig);
       } else if (phase_ == Phase::kStopping && !killed_) {
         // Only a signal after a signal hurries the stop: a scheduler's cancel that arrives while distrun
@@ -920,8 +744,10 @@ void Supervisor::OnWorkerExit(size_t slot) {
   const int status = w.child.wait_status();
   const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   worker_watch_->Exited(slot);
+  if (recovery_) recovery_->Exited(slot);
   log_->debug("rank {} (pid {}) exited: {}", w.plan.process_id, w.child.pid(), DescribeWaitStatus(status));
   if (phase_ != Phase::kRunning) return;
+  if (failed && RestartFailedWorker(slot)) return;
   if (failed) {
     root_cause_ = RootCause{slot, w.plan.process_id, w.plan.local_rank, w.child.pid(), status};
     log_->error("rank {} (pid {}) failed with {}{}", w.plan.process_id, w.child.pid(),

@@ -33,6 +33,7 @@
 #include "launcher/process/output.h"
 #include "launcher/process/spawn.h"
 #include "launcher/process/unique_fd.h"
+#include "launcher/recovery/in_place_recovery.h"
 #include "launcher/supervise/error_files.h"
 #include "launcher/supervise/sentinel.h"
 #include "launcher/supervise/worker_watch.h"
@@ -42,6 +43,9 @@ class logger;
 }
 
 namespace distrun {
+
+class RendezvousThread;
+class WorkerChannel;
 
 inline constexpr int kTimeoutExit = 124;
 
@@ -60,13 +64,14 @@ void BlockSupervisedSignals(const Options& options);
 // `leaving` non-empty: this node's --node-check failed; the link says so to the job instead of joining it.
 using JobLinkFactory = std::function<std::unique_ptr<JobLink>(const std::string& leaving)>;
 
-class Supervisor {
+// Under --recovery in-process the supervisor carries out what the node's recovery asks (RecoveryActions).
+class Supervisor : private RecoveryActions {
  public:
   // `options.command` is what every worker runs. Without `make_link` this node is the whole job. Throws
   // UsageError for an unusable --log-dir.
   Supervisor(Plan plan, Options options, Environment env, std::shared_ptr<spdlog::logger> log,
              JobLinkFactory make_link = nullptr);
-  ~Supervisor();
+  ~Supervisor() override;
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
@@ -114,6 +119,32 @@ class Supervisor {
     short events;
     std::function<void(short)> on_ready;
   };
+
+  // Worker `slot`'s spawn from the plan (its output begins; `clear_error_file`: an earlier one's is gone),
+  // and the child that started from it.
+  void MakeSpec(size_t slot, SpawnSpec& spec, bool clear_error_file);
+  void Adopt(size_t slot, Child child);
+
+  // --recovery in-process (supervisor_recovery.cc; ARCHITECTURE.md, "Recovering in place"). The worker
+  // channel and the node's recovery, made before the first workers start (a job without a link has none).
+  void SetUpRecovery();
+  bool Send(size_t slot, const WorkerMessage& message) override;
+  void Restart(size_t slot, const std::string& why) override;
+  void Join(int generation, const std::vector<int>& fresh_local) override;
+  // Ends a join still in progress (the job ends, or a newer generation replaces it).
+  void AbandonJoin();
+  void OnChannel();
+  // A restart decision (or a failover to the standby) while the workers run: they keep running.
+  void ChangeInPlace(const JobDecision& decision);
+  void JoinInPlace(int generation, const std::vector<int>& fresh_local);
+  void OnJoinedInPlace();
+  // The world of `plan` to this node's workers (the recovery sends it, or keeps it for a worker's hello).
+  void HandOutWorld(const Plan& plan);
+  // Kills the worker in `slot` (if it runs) and starts it again, from the current plan.
+  void RestartSlot(size_t slot, const std::string& why);
+  // A worker that failed while the job runs: started again alone and reported to the job. False when the
+  // job cannot take it in place (no --max-restarts), and the ordinary stop follows.
+  bool RestartFailedWorker(size_t slot);
 
   void SetUpProcess();
   // The workers' scratch files: torch's error files, the progress board, the Python site, stacks.
@@ -228,6 +259,10 @@ class Supervisor {
   Clock::time_point next_check_;
   bool check_gone_ = false;
   std::vector<char> buffer_;
+
+  std::unique_ptr<WorkerChannel> channel_;
+  std::unique_ptr<InPlaceRecovery> recovery_;
+  std::unique_ptr<RendezvousThread> joining_;  // this node's join of the generation being formed
 };
 
 }  // namespace distrun

@@ -448,6 +448,16 @@ _default_client = None
 _default_lock = threading.Lock()
 
 
+def _reset_default():
+    """Forgets this worker's client: the next call opens one with the variables as they are now (a world
+    recovered in place changes DISTRUN_EPOCH, and after node 0's loss DISTRUN_COORDINATOR_ADDRESS)."""
+    global _default_client
+    with _default_lock:
+        client, _default_client = _default_client, None
+    if client is not None:
+        client.close()
+
+
 def _default():
     global _default_client
     with _default_lock:

@@ -115,7 +115,8 @@ void Agent::Leave(int restart_round, const std::string& reason) {
   cv_.wait_for(lock, kJoinAnswerMargin, [this] { return join_answer_ || stream_closed_ || closing_; });
 }
 
-Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports) {
+Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports,
+                   const std::vector<int>& fresh_local) {
   // Round 0's join went with the stream's first message; a later round's goes now. The answer comes back
   // on the stream (Push). The service answers every join: rendezvous completes, fails or times out.
   uint64_t generation = 0;  // of the stream the join goes on
@@ -128,6 +129,7 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
       generation = generation_;
     }
     join.restart_round = restart_round;
+    join.fresh_local = fresh_local;
     if (ports) {
       join.proposed_master_port = ports->master_port;
       join.proposed_jax_port = ports->jax_port;
@@ -135,22 +137,28 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
     Stream()->SendJoin(join);
   }
   std::unique_lock lock(mu_);
+  join_cancelled_ = false;
   const auto deadline = std::chrono::steady_clock::now() + config_.initialization_timeout + kJoinAnswerMargin;
   int joining = restart_round;
   // A failover during the join, and the standby's restart since: the join went to the lost coordinator.
   auto moved_on = [&] { return generation_ != generation && restart_seen_ > joining; };
   while (true) {
-    cv_.wait_until(lock, deadline, [&] { return join_answer_ || stream_closed_ || closing_ || moved_on(); });
-    if (join_answer_ || stream_closed_ || closing_ || !moved_on()) break;
+    cv_.wait_until(lock, deadline, [&] {
+      return join_answer_ || stream_closed_ || closing_ || join_cancelled_ || moved_on();
+    });
+    if (join_answer_ || stream_closed_ || closing_ || join_cancelled_ || !moved_on()) break;
     // The coordinator was lost while this node joined, and its standby took over with a later round (its
     // restart broadcast): the join went to the lost one, so join that round instead.
     joining = restart_seen_;
     NodeJoin join = config_.join;
     join.restart_round = joining;
+    join.fresh_local = fresh_local;
     lock.unlock();
     Stream()->SendJoin(join);
     lock.lock();
   }
+  if (!join_answer_ && join_cancelled_)
+    return {StatusCode::kCancelled, "this node gave up on the rendezvous"};
   if (!join_answer_) {
     // Lost after a failover (the standby's host too, say): the join names both losses, as the stop does.
     if (!stopped_after_failover_.empty()) return {StatusCode::kUnavailable, stopped_after_failover_};
@@ -169,6 +177,14 @@ Status Agent::Join(int restart_round, NodeAssignment* assignment, std::optional<
   config_.join.claims_seat = false;
   agent_number_ = answer.assignment.agent;
   return Status::Ok();
+}
+
+void Agent::CancelJoin() {
+  {
+    std::lock_guard lock(mu_);
+    join_cancelled_ = true;
+  }
+  cv_.notify_all();
 }
 
 Status Agent::ReportFailure(const FailedWorker& failure, bool* root_cause) {

@@ -85,7 +85,11 @@ class Agent {
 
   // Rendezvous for `restart_round` (0 first, then the round a kRestart event named); blocks up to the
   // initialization timeout. `ports`: node 0's proposal for this round instead of its first one.
-  Status Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports = {});
+  // `fresh_local`: NodeJoin::fresh_local for this round (--recovery in-process).
+  Status Join(int restart_round, NodeAssignment* assignment, std::optional<ProposedPorts> ports = {},
+              const std::vector<int>& fresh_local = {});
+  // Ends a Join blocked on another thread at once, with CANCELLED (this node gives up on the round).
+  void CancelJoin();
   // Tells the service that this node leaves the job (instead of joining `restart_round`) for `reason`, and
   // waits (bounded) until it has heard it.
   void Leave(int restart_round, const std::string& reason);
@@ -147,6 +151,7 @@ class Agent {
   std::string lost_reason_;  // why the liveness stream ended, once it has
   bool stream_closed_ = false;
   std::optional<JobEvent> join_answer_;  // the answer to the latest join
+  bool join_cancelled_ = false;          // CancelJoin, for the join in progress
   int restart_seen_ = 0;                 // the latest round a restart event named
 
   std::optional<NodeProgress> progress_;

@@ -168,6 +168,15 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
     } else if (!config_.run_id.empty() && !join.run_id.empty() && join.run_id != config_.run_id) {
       fail(StatusCode::kInvalidArgument,
            who + " belongs to run '" + join.run_id + "', but this job is run '" + config_.run_id + "'");
+    } else if (join.recovers_in_place != config_.recovery_in_place) {
+      fail(StatusCode::kInvalidArgument,
+           who + " recovers " +
+               (join.recovers_in_place ? "in place (--recovery in-process)"
+                                       : "by restarting (--recovery restart)") +
+               ", but the job " +
+               (config_.recovery_in_place ? "in place (--recovery in-process)"
+                                          : "by restarting (--recovery restart)") +
+               "; every distrun of a job must use the same --recovery");
     } else if (Fenced(join.node_rank)) {
       fail(StatusCode::kAborted, FencedEvent(join.node_rank).root_cause.description);
     } else if (!join.leaving.empty()) {
@@ -282,6 +291,23 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     a.node_rank = node_rank;
     offset += nodes_[static_cast<size_t>(agent)].join->local_workers;
     assignments_.push_back(a);
+  }
+  if (config_.recovery_in_place) {
+    // The first world has no change (every process is new, none kept state: source -1), as a single-host
+    // job's link answers its first rendezvous without the service (launcher/job/lazy_link.h).
+    const bool first_world = world_ranks_.empty();
+    std::vector<NextAgent> next;
+    std::map<int, AgentRanks> ranks;
+    for (int seat = 0; seat < world; ++seat) {
+      const int agent = membership_.agent_in_seat(seat);
+      const NodeJoin& j = *nodes_[static_cast<size_t>(agent)].join;
+      AgentRanks r{assignments_[static_cast<size_t>(seat)].rank_offset, j.local_workers};
+      ranks[agent] = r;
+      next.push_back({agent, r, j.fresh_local});
+    }
+    const WorldChange change = first_world ? WorldChange{} : ComputeWorldChange(world_ranks_, next);
+    for (NodeAssignment& a : assignments_) a.change = change;
+    world_ranks_ = std::move(ranks);
   }
   state_ = JobState::kRunning;
   EpochBegan();

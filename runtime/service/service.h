@@ -77,6 +77,9 @@ struct ServiceConfig {
   // begins with it.
   std::chrono::milliseconds scale_up_notice{0};
   int max_restarts = 0;
+  // --recovery in-process: every join must say so, and each epoch's assignments carry the world's change
+  // from the previous one (runtime/recovery/world_change.h).
+  bool recovery_in_place = false;
   std::string run_id;
   // Handed to every node with its assignment, for its workers (DISTRUN_TOKEN); empty: none (the workers
   // use the token the nodes already share).
@@ -389,6 +392,7 @@ class CoordinationService {
   std::map<uint64_t, EventSink> sinks_;
   uint64_t next_id_ = 1;
   std::vector<NodeAssignment> assignments_;  // by node rank of the epoch (seat), once rendezvous completed
+  std::map<int, AgentRanks> world_ranks_;    // the last completed world's, by agent (recovery in place)
   std::optional<FailedWorker> root_cause_;
   std::optional<int> exit_code_;
   std::optional<JobEvent> final_event_;

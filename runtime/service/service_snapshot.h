@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/recovery/world_change.h"
 #include "runtime/service/membership.h"
 
 namespace distrun {
@@ -27,6 +28,8 @@ struct ServiceSnapshot {
   std::vector<std::string> hosts;             // by agent, as it last joined (empty: not known)
   MembershipState membership;
   std::map<std::string, std::string> job_keys;
+  // The last world's ranks by agent (--recovery in-process): the next world's change is computed from them.
+  std::map<int, AgentRanks> world_ranks;
   // The last update it includes (StandbyUpdate::seq). A service rebuilt from it numbers its own updates
   // after it: the replicas of earlier standbys never hold a later one, so none takes a new update for one
   // it already has.

@@ -47,6 +47,7 @@ ServiceSnapshot CoordinationService::SnapshotLocked() const {
   for (int agent = 0; agent < Agents(); ++agent) s.hosts.push_back(HostOf(agent));
   s.membership = membership_.State();
   s.seq = standby_sent_;
+  s.world_ranks = world_ranks_;
   for (const auto& [key, value] : store_) {
     if (IsJobKey(key)) s.job_keys.emplace(key, value);
   }
@@ -76,7 +77,12 @@ void CoordinationService::Restore(const ServiceSnapshot& s) {
                std::to_string(epoch));
     }
   }
+  for (const auto& [agent, ranks] : s.world_ranks) {
+    if (agent < 0 || agent >= membership_.agents() || ranks.rank_offset < 0 || ranks.workers < 0)
+      refuse("the last world's ranks of agent " + std::to_string(agent));
+  }
   config_.worker_token = s.worker_token;
+  world_ranks_ = s.world_ranks;
   standby_sent_ = standby_acked_ = s.seq;
   round_ = s.round;
   restarts_ = s.restarts;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/recovery/world_change.h"
 #include "runtime/service/service_snapshot.h"
 
 namespace distrun {
@@ -81,6 +82,11 @@ struct NodeJoin {
   // host:port where this node's distrun would serve the job as its standby after a takeover (bound when it
   // started); empty: it cannot (a job without --nnodes, node 0).
   std::string standby_address;
+  // --recovery in-process (ARCHITECTURE.md, "Recovering in place"): this node hands the next world to its
+  // live workers instead of restarting them; every node of a job must say the same. `fresh_local`: its
+  // local ranks held by processes that hold no training state (started again, or a spare's).
+  bool recovers_in_place = false;
+  std::vector<int> fresh_local;
 };
 
 struct NodeAssignment {
@@ -102,6 +108,8 @@ struct NodeAssignment {
   // Where the agents turn when the service's host is lost (host:port of the standby's distrun); empty: the
   // standby cannot serve (it gave no port), or there is none.
   std::string standby_address;
+  // --recovery in-process: how this epoch's world follows the previous one (the same for every node).
+  WorldChange change;
 };
 
 struct FailedWorker {

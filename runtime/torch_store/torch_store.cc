@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "runtime/recovery/worker_message.h"
+
 namespace distrun {
 namespace {
 
@@ -191,6 +193,17 @@ TorchStoreOutcome TorchStore::HandleRequest(uint64_t connection, const TorchStor
                     std::to_string(connection) + ", which is not connected in epoch " +
                     std::to_string(epoch_);
     return outcome;
+  }
+  // A worker recovering in place keeps its generation's namespace (distrun.torch): one of an older
+  // generation never reaches the new world's keys, nor writes beside them.
+  for (const std::string& key : request.keys) {
+    std::optional<int64_t> generation = GenerationOfKey(key);
+    if (generation && *generation != epoch_) {
+      outcome.error = std::string(TorchStoreOpName(request.op)) + " of key '" + key.substr(0, 64) +
+                      "', which belongs to generation " + std::to_string(*generation) +
+                      ", while the job's store is in generation " + std::to_string(epoch_);
+      return outcome;
+    }
   }
   outcome.error = CheckRoom(request);
   if (outcome.error.empty()) Handle(request, connection, &outcome);

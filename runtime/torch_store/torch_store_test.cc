@@ -302,6 +302,22 @@ TEST_F(TorchStoreTest, ANewEpochStartsWithAnEmptyKeyspaceAndRetiresOldConnection
   EXPECT_EQ(store.StartEpoch(2), (std::vector<uint64_t>{7}));
 }
 
+TEST_F(TorchStoreTest, AKeyOfAnotherGenerationsNamespaceIsRefused) {
+  // distrun.torch's PrefixStore("distrun/g<N>"): a worker of an older generation never reaches the new
+  // world's keys (nor one of a generation to come).
+  store.StartEpoch(3);
+  store.Connected(7);
+  EXPECT_TRUE(Do(7, Req(Op::kSet, {"distrun/g3/rank_0"}, {"x"})).empty());
+  EXPECT_EQ(One(7, Req(Op::kGet, {"distrun/g3/rank_0"})), Bytes("x"));
+  EXPECT_EQ(store.HandleRequest(7, Req(Op::kGet, {"distrun/g2/rank_0"})).error,
+            "GET of key 'distrun/g2/rank_0', which belongs to generation 2, while the job's store is in "
+            "generation 3");
+  EXPECT_NE(store.HandleRequest(7, Req(Op::kWait, {"distrun/g3/a", "distrun/g4/b"})).error, "");
+  // Other keys, and look-alikes that are no generation's, are anyone's.
+  EXPECT_TRUE(Do(7, Req(Op::kSet, {"distrun/gx/k"}, {"1"})).empty());
+  EXPECT_TRUE(Do(7, Req(Op::kSet, {"/worker/attempt_0/k"}, {"1"})).empty());
+}
+
 TEST(TorchStoreLimitTest, AWritePastTheSizeLimitIsRefusedAndFreedBytesCountAgain) {
   TorchStore small(100);
   small.Connected(1);

@@ -88,6 +88,8 @@ void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_machine(in.machine);
   out->set_replicates(in.replicates);
   out->set_standby_address(in.standby_address);
+  out->set_recovers_in_place(in.recovers_in_place);
+  for (int local : in.fresh_local) out->add_fresh_local(local);
 }
 
 NodeJoin FromProto(const v1::JoinRequest& in) {
@@ -107,6 +109,8 @@ NodeJoin FromProto(const v1::JoinRequest& in) {
   j.machine = in.machine();
   j.replicates = in.replicates();
   j.standby_address = in.standby_address();
+  j.recovers_in_place = in.recovers_in_place();
+  j.fresh_local.assign(in.fresh_local().begin(), in.fresh_local().end());
   return j;
 }
 
@@ -125,6 +129,9 @@ void ToProto(const NodeAssignment& in, v1::Assignment* out) {
   out->set_worker_token(in.worker_token);
   if (in.standby_agent) out->set_standby_agent(*in.standby_agent);
   out->set_standby_address(in.standby_address);
+  if (in.change.source >= 0) out->set_source_rank(in.change.source);
+  for (int r : in.change.lost) out->add_lost_ranks(r);
+  for (int r : in.change.joined) out->add_joined_ranks(r);
 }
 
 NodeAssignment FromProto(const v1::Assignment& in) {
@@ -143,6 +150,9 @@ NodeAssignment FromProto(const v1::Assignment& in) {
   a.worker_token = in.worker_token();
   if (in.has_standby_agent()) a.standby_agent = in.standby_agent();
   a.standby_address = in.standby_address();
+  a.change.source = in.has_source_rank() ? in.source_rank() : -1;
+  a.change.lost.assign(in.lost_ranks().begin(), in.lost_ranks().end());
+  a.change.joined.assign(in.joined_ranks().begin(), in.joined_ranks().end());
   return a;
 }
 
@@ -426,6 +436,12 @@ void ToProto(const ServiceSnapshot& in, v1::ServiceSnapshot* out) {
     e->set_key(key);
     e->set_value(value);
   }
+  for (const auto& [agent, ranks] : in.world_ranks) {
+    v1::AgentRanks* r = out->add_world_ranks();
+    r->set_agent(agent);
+    r->set_rank_offset(ranks.rank_offset);
+    r->set_workers(ranks.workers);
+  }
 }
 
 ServiceSnapshot FromProto(const v1::ServiceSnapshot& in) {
@@ -453,6 +469,7 @@ ServiceSnapshot FromProto(const v1::ServiceSnapshot& in) {
   m.seated.assign(pm.seated().begin(), pm.seated().end());
   m.lost_order.assign(pm.lost_order().begin(), pm.lost_order().end());
   for (const auto& e : in.job_keys()) s.job_keys[e.key()] = e.value();
+  for (const auto& r : in.world_ranks()) s.world_ranks[r.agent()] = {r.rank_offset(), r.workers()};
   return s;
 }
 

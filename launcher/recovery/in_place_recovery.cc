@@ -1,0 +1,174 @@
+#include "launcher/recovery/in_place_recovery.h"
+
+#include <spdlog/logger.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace distrun {
+namespace {
+
+int64_t Ms(InPlaceRecovery::Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+std::string SecondsText(std::chrono::milliseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%gs", static_cast<double>(d.count()) / 1000);
+  return text;
+}
+
+}  // namespace
+
+InPlaceRecovery::InPlaceRecovery(size_t slots, std::chrono::milliseconds timeout, RecoveryActions& actions,
+                                 std::shared_ptr<spdlog::logger> log)
+    : slots_(slots), timeout_(timeout), actions_(actions), log_(std::move(log)) {}
+
+void InPlaceRecovery::Started(size_t slot, pid_t pid, int rank, Clock::time_point now) {
+  Slot& s = slots_.at(slot);
+  s = Slot{};
+  s.running = true;
+  s.pid = pid;
+  s.rank = rank;
+  s.after_handout = generation_ >= 0;
+  JoinIfReady(now);
+}
+
+void InPlaceRecovery::Exited(size_t slot) {
+  Slot& s = slots_.at(slot);
+  s.running = false;
+  s.connected = false;
+}
+
+void InPlaceRecovery::Disconnected(size_t slot) { slots_.at(slot).connected = false; }
+
+bool InPlaceRecovery::Settled(const Slot& s, int generation) const {
+  return !s.running || s.world < 0 || s.ready_for >= generation;
+}
+
+std::vector<int> InPlaceRecovery::FreshSlots() const {
+  std::vector<int> fresh;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].running || slots_[i].world < 0) fresh.push_back(static_cast<int>(i));
+  }
+  return fresh;
+}
+
+void InPlaceRecovery::OnMessage(size_t slot, const WorkerMessage& m, Clock::time_point now) {
+  Slot& s = slots_.at(slot);
+  if (m.name == "hello") {
+    const HelloMessage hello = HelloFrom(m);
+    s.connected = true;
+    s.spoke = true;
+    if (hello.pid != s.pid) {
+      log_->debug("rank {}'s worker channel is held by pid {}, a process of the worker (pid {})", s.rank,
+                  hello.pid, s.pid);
+    }
+    // A worker of the running world gets it now; one that arrives while a change forms waits for that.
+    if (!pending_ && !worlds_.empty() && s.world < generation_) SendWorld(slot);
+    JoinIfReady(now);
+  } else if (m.name == "ready") {
+    s.ready_for = std::max(s.ready_for, GenerationOf(m));
+    JoinIfReady(now);
+  } else if (m.name == "up") {
+    s.up = std::max(s.up, GenerationOf(m));
+    ReportIfUp(now);
+  } else {
+    throw WorkerMessageError("'" + m.name + "' is not a message a worker sends (hello, ready or up)");
+  }
+}
+
+void InPlaceRecovery::Change(int generation, Clock::time_point now) {
+  if (generation <= generation_ || (pending_ && generation <= *pending_)) return;
+  pending_ = generation;
+  joining_ = false;
+  noticed_ = now;
+  deadline_ = now + timeout_;
+  reported_ = false;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    if (!s.running) continue;
+    if (s.world >= 0 && s.connected) {
+      actions_.Send(i, GenerationMessage("changed", generation));
+    } else if (s.world >= 0) {
+      actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
+                              ") closed its connection to distrun, so it cannot take generation " +
+                              std::to_string(generation) + "'s world in place: started again");
+    } else if (!s.spoke && !s.after_handout) {
+      actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
+                              ") never spoke to distrun's worker channel (it does not call "
+                              "distrun.torch.init_process_group()), so it cannot take generation " +
+                              std::to_string(generation) + "'s world in place: started again");
+    }
+  }
+  JoinIfReady(now);
+}
+
+void InPlaceRecovery::JoinIfReady(Clock::time_point now) {
+  if (!pending_ || joining_) return;
+  for (const Slot& s : slots_) {
+    if (!Settled(s, *pending_)) return;
+  }
+  joining_ = true;
+  ready_at_ = now;
+  actions_.Join(*pending_, FreshSlots());
+}
+
+void InPlaceRecovery::Tick(Clock::time_point now) {
+  if (!pending_ || joining_ || now < deadline_) return;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (Settled(s, *pending_)) continue;
+    actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
+                            ") did not reach generation " + std::to_string(*pending_) + " within " +
+                            SecondsText(timeout_) +
+                            " (--recovery-timeout): it did not call distrun.torch.recover(), or is stuck; "
+                            "started again");
+  }
+  JoinIfReady(now);
+}
+
+std::optional<InPlaceRecovery::Clock::time_point> InPlaceRecovery::NextDeadline() const {
+  if (!pending_ || joining_) return std::nullopt;
+  return deadline_;
+}
+
+void InPlaceRecovery::Handout(int generation, std::vector<WorldMessage> worlds, Clock::time_point now) {
+  generation_ = generation;
+  pending_.reset();
+  joining_ = false;
+  handed_at_ = now;
+  worlds_ = std::move(worlds);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    s.after_handout = false;
+    if (i < worlds_.size()) worlds_[i].is_new = s.world < 0;
+    if (s.running && s.connected && i < worlds_.size()) SendWorld(i);
+  }
+  ReportIfUp(now);
+}
+
+void InPlaceRecovery::SendWorld(size_t slot) {
+  Slot& s = slots_[slot];
+  WorldMessage& w = worlds_[slot];
+  w.is_new = s.world < 0;
+  if (actions_.Send(slot, ToMessage(w))) s.world = generation_;
+}
+
+void InPlaceRecovery::ReportIfUp(Clock::time_point now) {
+  if (reported_ || pending_ || worlds_.empty()) return;
+  for (size_t i = 0; i < slots_.size() && i < worlds_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.running && s.up < generation_) return;
+  }
+  reported_ = true;
+  const WorldMessage& w = worlds_.front();
+  log_->info(
+      "generation {}: recovered in place (lost rank(s) {}, new process(es) at rank(s) {}, state from rank "
+      "{}); this node: notice to ready {} ms, to world {} ms, to group up {} ms",
+      generation_, w.lost.empty() ? "none" : FormatRanks(w.lost),
+      w.joined.empty() ? "none" : FormatRanks(w.joined), w.source, Ms(ready_at_ - noticed_),
+      Ms(handed_at_ - noticed_), Ms(now - noticed_));
+}
+
+}  // namespace distrun

@@ -1,0 +1,107 @@
+#pragma once
+// One node's part of recovering in place (ARCHITECTURE.md, "Recovering in place"): which world each of its
+// workers holds, the notice of a change, who said ready, the deadline and its escalation, the join once the
+// node is ready, and the world handed to each worker. The supervisor drives it (the worker channel's
+// messages, its workers' starts and exits, the job's restarts, the rendezvous's answer) and carries out
+// what it asks through RecoveryActions. No sockets, no processes: unit-tested with a fake clock.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/recovery/worker_message.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace distrun {
+
+class RecoveryActions {
+ public:
+  virtual ~RecoveryActions() = default;
+  // Sends `message` to the worker in `slot`; false when it has no connection.
+  virtual bool Send(size_t slot, const WorkerMessage& message) = 0;
+  // Kills the worker in `slot` if it runs and starts it again (the caller then calls Started); `why` is
+  // the log's line.
+  virtual void Restart(size_t slot, const std::string& why) = 0;
+  // Joins `generation`'s rendezvous, saying which local ranks are held by new processes; returns at once
+  // (Handout follows, or the job's stop).
+  virtual void Join(int generation, const std::vector<int>& fresh_local) = 0;
+};
+
+class InPlaceRecovery {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `slots`: the node's workers; `timeout`: --recovery-timeout.
+  InPlaceRecovery(size_t slots, std::chrono::milliseconds timeout, RecoveryActions& actions,
+                  std::shared_ptr<spdlog::logger> log);
+
+  // A worker process started in `slot` (the job's start, or again): it holds no world until handed one.
+  void Started(size_t slot, pid_t pid, int rank, Clock::time_point now);
+  // Its process ended.
+  void Exited(size_t slot);
+  // A message from the worker in `slot`. Throws WorkerMessageError for one that is not what its name says.
+  void OnMessage(size_t slot, const WorkerMessage& message, Clock::time_point now);
+  void Disconnected(size_t slot);
+
+  // The job's restart into `generation` (a lost node, a failed worker, an arrival, a takeover): tells every
+  // worker that holds a world, starts again those that never spoke to the channel, and joins once every
+  // worker is ready or new. An older or repeated generation changes nothing.
+  void Change(int generation, Clock::time_point now);
+  // `generation`'s world, one message per slot (is_new is set here), sent now to the workers that are
+  // connected and on `hello` to the others. Empty: this node is a spare and its workers wait.
+  void Handout(int generation, std::vector<WorldMessage> worlds, Clock::time_point now);
+  // Deadlines: a worker that did not say ready in time is started again.
+  void Tick(Clock::time_point now);
+  std::optional<Clock::time_point> NextDeadline() const;
+
+  // The generation the node's workers hold (the last handed out), and the one being formed, if any.
+  int generation() const { return generation_; }
+  std::optional<int> changing() const { return pending_; }
+  bool joining() const { return joining_; }
+  // Local ranks whose processes hold no training state: never handed a world, or not running.
+  std::vector<int> FreshSlots() const;
+
+ private:
+  struct Slot {
+    bool running = false;
+    pid_t pid = 0;
+    int rank = 0;
+    bool connected = false;
+    bool spoke = false;          // said hello since it started
+    int world = -1;              // the generation of the world it was handed; -1: none (a new process)
+    int ready_for = -1;          // the newest generation it said it is ready for
+    int up = -1;                 // the newest generation whose group it said is formed
+    bool after_handout = false;  // started after the last world was handed out: still starting, not mute
+  };
+
+  // Whether `slot` lets the node join `generation`: ready for it, new, or gone.
+  bool Settled(const Slot& slot, int generation) const;
+  void JoinIfReady(Clock::time_point now);
+  void SendWorld(size_t slot);
+  // The recovery's log line, once every handed-out worker said its group is up.
+  void ReportIfUp(Clock::time_point now);
+
+  std::vector<Slot> slots_;
+  std::chrono::milliseconds timeout_;
+  RecoveryActions& actions_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  int generation_ = -1;
+  std::vector<WorldMessage> worlds_;  // the last handed out, by slot; empty: a spare's
+  std::optional<int> pending_;
+  bool joining_ = false;
+  Clock::time_point deadline_{};
+  // The phases of the change being formed or just handed out, for its log line.
+  Clock::time_point noticed_{}, ready_at_{}, handed_at_{};
+  bool reported_ = true;
+};
+
+}  // namespace distrun

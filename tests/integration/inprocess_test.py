@@ -1,0 +1,167 @@
+"""Recovering in place (--recovery in-process) with real PyTorch workers (gloo) and several distrun processes
+on this machine, each one node: a lost node's seat goes to a warm spare whose workers waited with their
+imports done, a failed worker starts again alone, a frozen node is left behind, a script that never calls
+recover() is started again; in each the survivors keep their processes, every rank's state is the same at
+every step, and no step is lost beyond the one in flight."""
+import collections
+import os
+import signal
+import unittest
+
+from launch_helpers import PYTHON, wait_for
+from multi_node import MultiNodeCase
+from python_workers import module_env, python_command
+
+WORKER = os.path.join(os.path.dirname(__file__), "inprocess_worker.py")
+FAST = ["--heartbeat-timeout", "1", "--recovery", "in-process"]
+
+
+class Log:
+    """inprocess_worker.py's lines: (generation, step, rank, pid, sum, new, world)."""
+
+    def __init__(self, path):
+        self.rows = []
+        with open(path) as f:
+            for line in f:
+                w = line.split()
+                self.rows.append(dict(gen=int(w[1]), step=int(w[3]), rank=int(w[5]), pid=int(w[7]), sum=w[9],
+                                      new=int(w[11]), world=int(w[13])))
+
+    def pids(self, gen, rank):
+        return {r["pid"] for r in self.rows if r["gen"] == gen and r["rank"] == rank}
+
+    def check_consistent(self, case):
+        """Every rank agrees on the state at every step of every generation, and the steps of each
+        generation follow on from the last one's (at most the step in flight done again)."""
+        by_step = collections.defaultdict(set)
+        for r in self.rows:
+            by_step[(r["gen"], r["step"])].add(r["sum"])
+        for key, sums in by_step.items():
+            case.assertEqual(len(sums), 1, f"ranks disagree at generation/step {key}: {sums}")
+        gens = sorted({r["gen"] for r in self.rows})
+        for before, after in zip(gens, gens[1:]):
+            last = max(r["step"] for r in self.rows if r["gen"] == before)
+            first = min(r["step"] for r in self.rows if r["gen"] == after)
+            case.assertIn(first, (last, last + 1), f"generation {after} began at step {first}, {before} ended at {last}")
+            # A step done in both generations gives the same state in both.
+            if first == last:
+                case.assertEqual(by_step[(before, last)], by_step[(after, first)])
+
+
+class InProcess(MultiNodeCase):
+    def start(self, counts, *extra, env=None, **kwargs):
+        script = " ".join(python_command()) + " " + WORKER
+        return self.start_nodes(counts, f"exec {script}", *FAST, *extra,
+                                env=module_env(STEPS="60", **(env or {})), **kwargs)
+
+    def log(self):
+        return Log(self.path("log"))
+
+    def steps_done(self, n):
+        def done():
+            try:
+                return len(self.log().rows) >= n
+            except (OSError, IndexError, ValueError):
+                return False
+        self.assertTrue(wait_for(done, timeout=60), "the workers did not step")
+
+    def test_a_lost_nodes_seat_goes_to_a_warm_spare_and_the_survivors_keep_their_processes(self):
+        nodes = self.start([1, 1, 1], "--nnodes", "2:3", "--elastic-policy", "spares")
+        self.steps_done(6)
+        log = self.log()
+        survivor = log.pids(0, 0)
+        self.assertEqual(len(survivor), 1)
+        nodes[1].kill()  # its sentinel ends its worker; the survivor's all_reduce fails
+        results = self.finish([nodes[0], nodes[2]], timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual(sorted({r["gen"] for r in log.rows}), [0, 1])
+        self.assertEqual(log.pids(1, 0), survivor, "rank 0 kept its process")
+        joined = [r for r in log.rows if r["gen"] == 1 and r["rank"] == 1]
+        self.assertTrue(joined and all(r["new"] == 1 for r in joined), "rank 1 is the spare's new process")
+        self.assertEqual(max(r["step"] for r in log.rows), 60)
+        self.assertIn("recovered in place", results[0][2])
+
+    def test_a_failed_worker_starts_again_alone(self):
+        nodes = self.start([2, 1], "--max-restarts", "2", env={"FAIL_AT": "1:5"})
+        results = self.finish(nodes, timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual(sorted({r["gen"] for r in log.rows}), [0, 1])
+        for rank in (0, 2):
+            self.assertEqual(log.pids(0, rank), log.pids(1, rank), f"rank {rank} kept its process")
+        self.assertNotEqual(log.pids(0, 1), log.pids(1, 1))
+        self.assertIn("starting it again alone", results[0][2])
+
+    def test_a_killed_worker_starts_again_alone(self):
+        nodes = self.start([2, 1], "--max-restarts", "1")
+        self.steps_done(9)
+        victim = self.log().pids(0, 1).pop()
+        os.kill(victim, signal.SIGKILL)
+        results = self.finish(nodes, timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        for rank in (0, 2):
+            self.assertEqual(log.pids(0, rank), log.pids(1, rank), f"rank {rank} kept its process")
+        self.assertNotIn(victim, log.pids(1, 1))
+        self.assertIn("signal SIGKILL; starting it again alone", results[0][2])
+
+    def test_resize_renumbers_the_survivors_in_place(self):
+        nodes = self.start([1, 1, 1], "--nnodes", "2:3")
+        self.steps_done(9)
+        before = {rank: self.log().pids(0, rank) for rank in range(3)}
+        nodes[1].kill()
+        results = self.finish([nodes[0], nodes[2]], timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual({r["world"] for r in log.rows if r["gen"] == 1}, {2})
+        self.assertEqual(log.pids(1, 0), before[0])
+        self.assertEqual(log.pids(1, 1), before[2], "launch node 2's worker is rank 1 now, in its own process")
+
+    def test_a_frozen_node_is_left_behind_and_its_blocked_peers_released(self):
+        # Node 1's distrun and worker stop; the survivors' all_reduce blocks on it until distrun's notice
+        # (after --heartbeat-timeout) releases it, and the spare takes the seat.
+        nodes = self.start([1, 1, 1], "--nnodes", "2:3", "--elastic-policy", "spares")
+        self.steps_done(6)
+        frozen = self.log().pids(0, 1).pop()
+        os.kill(nodes[1].pid, signal.SIGSTOP)
+        os.kill(frozen, signal.SIGSTOP)
+        results = self.finish([nodes[0], nodes[2]], timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        # Its sentinel heard nothing from it for the heartbeat timeout: the frozen node is fenced, its worker
+        # and distrun killed, before the next generation's world formed (no worker of it ran beside it).
+        nodes[1].wait(timeout=20)
+        self.assertEqual(nodes[1].returncode, -signal.SIGKILL)
+        self.assertFalse(os.path.exists(f"/proc/{frozen}"))
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual(log.pids(1, 0), log.pids(0, 0))
+        self.assertNotIn(frozen, log.pids(1, 1))
+
+    def test_a_worker_that_never_recovers_is_started_again_after_the_recovery_timeout(self):
+        nodes = self.start([2, 1], "--max-restarts", "2", "--recovery-timeout", "2",
+                           env={"FAIL_AT": "2:5", "HANG_AT": "1:3"})
+        results = self.finish(nodes, timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual(log.pids(0, 0), log.pids(1, 0))
+        self.assertIn("rank 1 (pid", results[0][2])
+        self.assertIn("did not call distrun.torch.recover()", results[0][2])
+
+    def test_the_same_script_runs_under_restart(self):
+        nodes = self.start_nodes([1, 1], "exec " + " ".join(python_command()) + " " + WORKER,
+                                 "--max-restarts", "1", env=module_env(STEPS="20", FAIL_AT="1:5"))
+        results = self.finish(nodes, timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        self.assertNotEqual(log.pids(0, 0), log.pids(1, 0), "restart: every worker is a new process")
+        self.assertEqual(max(r["step"] for r in log.rows), 20)
+
+
+if __name__ == "__main__":
+    unittest.main()

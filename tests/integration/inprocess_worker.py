@@ -1,0 +1,75 @@
+"""A training loop that recovers in place (distrun.torch, gloo), for the tests of --recovery in-process.
+
+Its state is a vector and a step count. Each step all-reduces a vector made from the step and the world, adds
+it to the state, and appends a line to $OUT/log: "gen G step S rank R pid P sum C new N". Every rank's state
+is the same after every step (the sums must agree); after a recovery every rank takes the state and the step
+from world.source, so no step is lost beyond the one in flight.
+
+Variables: STEPS (the last step), STEP_SECONDS (a pause after each step, for the test to act in), and
+faults, each "RANK:STEP" in generation 0: FAIL_AT (exit 3), HANG_AT (never call recover: sleep forever
+after the next failure), FREEZE_AT (SIGSTOP this process)."""
+import os
+import signal
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+import distrun.torch as dt
+
+STEPS = int(os.environ.get("STEPS", "40"))
+PAUSE = float(os.environ.get("STEP_SECONDS", "0.05"))
+OUT = os.environ["OUT"]
+
+
+def at(name, world, step):
+    spec = os.environ.get(name)
+    if not spec or world.generation != 0:
+        return False
+    rank, fault_step = spec.split(":")
+    return int(rank) == world.rank and int(fault_step) == step
+
+
+def log(world, step, state):
+    with open(os.path.join(OUT, "log"), "a") as f:
+        f.write(f"gen {world.generation} step {step} rank {world.rank} pid {os.getpid()} "
+                f"sum {state.sum().item():.1f} new {int(world.new)} world {world.world_size}\n")
+
+
+def sync(world, state, step):
+    """Every rank takes the state and the step from world.source (none: start afresh)."""
+    box = torch.tensor([float(step)])
+    if world.source is None:
+        return torch.zeros_like(state), 0
+    dist.broadcast(state, src=world.source)
+    dist.broadcast(box, src=world.source)
+    return state, int(box.item())
+
+
+world = dt.init_process_group("gloo")
+state = torch.zeros(1000)
+step = 0
+if world.new and world.generation > 0:
+    state, step = sync(world, state, step)
+hang_after_failure = False
+while step < STEPS:
+    try:
+        if at("FAIL_AT", world, step):
+            sys.exit(3)
+        if at("FREEZE_AT", world, step):
+            os.kill(os.getpid(), signal.SIGSTOP)
+        if at("HANG_AT", world, step):
+            hang_after_failure = True
+        update = torch.full((1000,), float(step + 1))
+        dist.all_reduce(update)
+        state += update / world.world_size
+        step += 1
+        log(world, step, state)
+        time.sleep(PAUSE)
+    except Exception as error:  # a peer was lost mid-step: the step in flight is done again
+        if hang_after_failure:
+            time.sleep(3600)
+        world = dt.recover(error)
+        state, step = sync(world, state, step)
+dist.destroy_process_group()
