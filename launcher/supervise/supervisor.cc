@@ -248,6 +248,16 @@ std::vector<std::string> Supervisor::WorkerEnvironment(size_t slot, const Worker
   return out;
 }
 
+std::vector<std::string> Supervisor::FingerprintFor(size_t slot) const {
+  std::vector<std::string> entries = FingerprintOf(plan_.workers[slot].env);
+  // Recovering in place, a spare's workers wait under ranks another node's workers were started with, and
+  // a worker started again takes a rank whose first process may still run elsewhere: the node's own
+  // channel, unique to this distrun, tells its workers apart.
+  if (channel_ && !entries.empty())
+    entries.push_back(std::string(kRecoverySocketVariable) + "=" + channel_->address());
+  return entries;
+}
+
 void Supervisor::MakeSpec(size_t slot, SpawnSpec& spec, bool clear_error_file) {
   Worker& w = workers_[slot];
   w.plan = plan_.workers[slot];
@@ -291,7 +301,7 @@ void Supervisor::StartWorkers() {
   workers_.resize(plan_.workers.size());
   // The sentinel knows every worker before the first one starts.
   std::vector<std::vector<std::string>> fingerprints;
-  for (const WorkerPlan& p : plan_.workers) fingerprints.push_back(FingerprintOf(p.env));
+  for (size_t i = 0; i < plan_.workers.size(); ++i) fingerprints.push_back(FingerprintFor(i));
   sentinel_.AddFingerprints(fingerprints);
   // The private directory made at this launch holds no error file before its first workers ran (an unlink
   // per worker was 10 us); --log-dir's may hold an earlier job's.

@@ -123,6 +123,8 @@ class Supervisor : private RecoveryActions {
   // Worker `slot`'s spawn from the plan (its output begins; `clear_error_file`: an earlier one's is gone),
   // and the child that started from it.
   void MakeSpec(size_t slot, SpawnSpec& spec, bool clear_error_file);
+  // What the sentinel knows worker `slot` by (sentinel.h's FingerprintOf, and this node's channel).
+  std::vector<std::string> FingerprintFor(size_t slot) const;
   void Adopt(size_t slot, Child child);
 
   // --recovery in-process (supervisor_recovery.cc; ARCHITECTURE.md, "Recovering in place"). The worker

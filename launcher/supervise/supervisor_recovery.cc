@@ -178,7 +178,7 @@ void Supervisor::RestartSlot(size_t slot, const std::string& why) {
     if (recovery_) recovery_->Exited(slot);
   }
   if (channel_) channel_->Drop(slot);
-  sentinel_.AddFingerprints({FingerprintOf(plan_.workers[slot].env)});
+  sentinel_.AddFingerprints({FingerprintFor(slot)});
   std::vector<SpawnOutcome> out =
       spawner_->Start(1, [&](size_t, SpawnSpec& spec) { MakeSpec(slot, spec, /*clear_error_file=*/true); });
   if (out.front().error) {

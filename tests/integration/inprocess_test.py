@@ -153,6 +153,21 @@ class InProcess(MultiNodeCase):
         self.assertIn("rank 1 (pid", results[0][2])
         self.assertIn("did not call distrun.torch.recover()", results[0][2])
 
+    def test_node_0_lost_its_standby_takes_over_and_the_survivors_keep_their_processes(self):
+        # The standby takes over with a majority of the last epoch's 3 nodes; the spare takes node 0's seat.
+        nodes = self.start([1, 1, 1, 1], "--nnodes", "3:4", "--elastic-policy", "spares")
+        self.steps_done(9)
+        survivors = {rank: self.log().pids(0, rank) for rank in (1, 2)}
+        nodes[0].kill()
+        results = self.finish(nodes[1:], timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        for rank in (1, 2):
+            self.assertEqual(log.pids(1, rank), survivors[rank], f"rank {rank} kept its process through node 0's loss")
+        self.assertTrue(all(r["new"] == 1 for r in log.rows if r["gen"] == 1 and r["rank"] == 0))
+        self.assertIn("took over", "".join(r[2] for r in results))
+
     def test_the_same_script_runs_under_restart(self):
         nodes = self.start_nodes([1, 1], "exec " + " ".join(python_command()) + " " + WORKER,
                                  "--max-restarts", "1", env=module_env(STEPS="20", FAIL_AT="1:5"))
