@@ -389,6 +389,30 @@ TEST(ElasticOptions, RangeSpellingsAndPolicy) {
   EXPECT_THROW(ResolveOptions(Flag("elastic-policy", "shrink"), {}, {}), UsageError);
 }
 
+TEST(RecoveryOptions, InProcessHasATimeoutOfThreeHeartbeatsUnlessTold) {
+  Options o = Resolve(Flag("recovery", "in-process"));
+  EXPECT_EQ(o.recovery, RecoveryMode::kInProcess);
+  EXPECT_EQ(o.RecoveryTimeoutSeconds(), 30);
+  EXPECT_EQ(ResolveOptions(Flag("nnodes", "2:3"), {{"DISTRUN_RECOVERY", "in-process"}}, {})
+                .RecoveryTimeoutSeconds(),
+            3 * kElasticHeartbeatTimeoutS);
+  EXPECT_EQ(Resolve(Flag("recovery-timeout", "2.5")).RecoveryTimeoutSeconds(), 2.5);
+  EXPECT_EQ(Resolve({}).recovery, RecoveryMode::kRestart);
+  EXPECT_EQ(ErrorOf([] { Resolve(Flag("recovery", "inprocess")); }),
+            "--recovery='inprocess' is not valid; use restart or in-process");
+  EXPECT_THROW(Resolve(Flag("recovery-timeout", "0")), UsageError);
+}
+
+TEST(RecoveryOptions, InProcessSparesNeedRoomForASpare) {
+  RawValues flags = Flag("recovery", "in-process");
+  flags.merge(Flag("nnodes", "2:2"));
+  flags.merge(Flag("elastic-policy", "spares"));
+  EXPECT_EQ(
+      ErrorOf([&] { Resolve(flags); }),
+      "--recovery in-process with --elastic-policy spares needs room for a spare: --nnodes 2:2 has none; "
+      "give MAX above MIN (e.g. --nnodes 2:3)");
+}
+
 TEST(ElasticOptions, AnElasticJobNoticesSilenceSoonerUnlessTold) {
   EXPECT_EQ(ResolveOptions({}, {}, {}).heartbeat_timeout_s, 10);
   EXPECT_EQ(ResolveOptions(Flag("nnodes", "2:3"), {}, {}).heartbeat_timeout_s, kElasticHeartbeatTimeoutS);

@@ -173,7 +173,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
            who + " recovers " +
                (join.recovers_in_place ? "in place (--recovery in-process)"
                                        : "by restarting (--recovery restart)") +
-               ", but the job " +
+               ", but the job recovers " +
                (config_.recovery_in_place ? "in place (--recovery in-process)"
                                           : "by restarting (--recovery restart)") +
                "; every distrun of a job must use the same --recovery");

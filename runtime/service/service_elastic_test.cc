@@ -2,6 +2,7 @@
 // fencing, and the end below the minimum.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,7 @@ class ElasticServiceTest : public ::testing::Test {
     c.num_nodes = nodes;
     c.elastic = range;
     c.max_restarts = max_restarts;
+    c.recovery_in_place = in_place_;
     c.run_id = "run1";
     c.initialization_timeout = 60s;
     c.heartbeat_timeout = 10s;
@@ -58,6 +60,8 @@ class ElasticServiceTest : public ::testing::Test {
     j.run_id = "run1";
     j.restart_round = round;
     j.proposed_master_port = 29500;
+    j.recovers_in_place = in_place_;
+    if (auto fresh = fresh_.find(node); fresh != fresh_.end()) j.fresh_local = fresh->second;
     auto r = std::make_shared<Joined>();
     service_->Join(j, [r](const Status& s, const NodeAssignment& a) {
       r->status = s;
@@ -125,6 +129,8 @@ class ElasticServiceTest : public ::testing::Test {
   std::unique_ptr<CoordinationService> service_;
   std::vector<Stream> streams_;
   int nodes_ = 0;
+  bool in_place_ = false;                  // --recovery in-process
+  std::map<int, std::vector<int>> fresh_;  // by node: the local ranks its next join says are new
 };
 
 TEST_F(ElasticServiceTest, ResizeGoesOnWithTheSurvivorsInTheNextEpoch) {
@@ -672,6 +678,65 @@ TEST_F(ElasticServiceTest, ABrokenStreamNeedsNoFenceWait) {
   Join(0, 1);
   auto j2 = Join(2, 1);
   ASSERT_TRUE(j2->status && j2->status->ok());
+}
+
+}  // namespace
+}  // namespace distrun
+
+namespace distrun {
+namespace {
+
+// --recovery in-process: each epoch's assignments say how its world follows the last one's.
+TEST_F(ElasticServiceTest, InPlaceASparesSeatIsLostAndJoinedWithTheSourceASurvivor) {
+  in_place_ = true;
+  Make(3, {2, 3, ElasticPolicy::kSpares});
+  auto first = Start();
+  ASSERT_TRUE(first[0]->status && first[0]->status->ok());
+  EXPECT_EQ(first[0]->assignment.change, WorldChange{});  // the first world: no change
+  service_->DetachAgent(streams_[1].id);
+  fresh_[2] = {0, 1};  // the spare's workers are new processes
+  auto j0 = Join(0, 1);
+  auto j2 = Join(2, 1);
+  ASSERT_TRUE(j2->status && j2->status->ok()) << j2->status->message;
+  const WorldChange want{0, {2, 3}, {2, 3}};
+  EXPECT_EQ(j0->assignment.change, want);
+  EXPECT_EQ(j2->assignment.change, want);
+  EXPECT_EQ(j2->assignment.rank_offset, 2);
+}
+
+TEST_F(ElasticServiceTest, InPlaceAWorkerStartedAgainIsLostAndJoinedAtItsRank) {
+  in_place_ = true;
+  Make(2, {2, 2, ElasticPolicy::kResize}, /*max_restarts=*/1);
+  Start();
+  bool root = false;
+  ASSERT_TRUE(service_->ReportFailure(0, Failure(1, 2, 9), &root).ok());
+  ASSERT_NE(streams_[0].Last(JobEvent::Kind::kRestart), nullptr);
+  fresh_[1] = {0};
+  auto j0 = Join(0, 1);
+  auto j1 = Join(1, 1);
+  ASSERT_TRUE(j1->status && j1->status->ok()) << j1->status->message;
+  EXPECT_EQ(j0->assignment.change, (WorldChange{0, {2}, {2}}));
+}
+
+TEST_F(ElasticServiceTest, InPlaceEveryNodeMustRecoverAlike) {
+  in_place_ = true;
+  Make(2, {1, 2, ElasticPolicy::kResize});
+  for (int n = 0; n < 2; ++n) streams_.push_back(Attach(n));
+  in_place_ = false;
+  auto j1 = Join(1, 0);
+  ASSERT_TRUE(j1->status.has_value());
+  EXPECT_EQ(j1->status->code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(j1->status->message,
+            "node 1 (host-b) recovers by restarting (--recovery restart), but the job recovers in place "
+            "(--recovery in-process); every distrun of a job must use the same --recovery");
+}
+
+TEST_F(ElasticServiceTest, InPlaceTheLastWorldOutlivesATakeover) {
+  in_place_ = true;
+  Make(3, {2, 3, ElasticPolicy::kResize});
+  Start();
+  ServiceSnapshot snapshot = service_->Snapshot();
+  EXPECT_EQ(snapshot.world_ranks, (std::map<int, AgentRanks>{{0, {0, 2}}, {1, {2, 2}}, {2, {4, 2}}}));
 }
 
 }  // namespace
