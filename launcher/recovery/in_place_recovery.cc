@@ -64,8 +64,9 @@ void InPlaceRecovery::OnMessage(size_t slot, const WorkerMessage& m, Clock::time
       log_->debug("rank {}'s worker channel is held by pid {}, a process of the worker (pid {})", s.rank,
                   hello.pid, s.pid);
     }
-    // A worker of the running world gets it now; one that arrives while a change forms waits for that.
-    if (!pending_ && !worlds_.empty() && s.world < generation_) SendWorld(slot);
+    // A worker of the running world gets it now. One that arrives while a change forms waits for that; so
+    // does one started again since the world was handed out: its end began the next change.
+    if (!pending_ && !worlds_.empty() && s.world < generation_ && !s.after_handout) SendWorld(slot);
     JoinIfReady(now);
   } else if (m.name == "ready") {
     s.ready_for = std::max(s.ready_for, GenerationOf(m));

@@ -128,6 +128,10 @@ TEST_F(InPlaceRecoveryTest, AFailedWorkerStartedAgainJoinsAsNew) {
   Running();
   recovery_.Exited(1);
   recovery_.Started(1, 201, 1, now_);  // the supervisor started it again
+  Hello(1);  // before the job's restart: it waits for the next world, not the one its end broke
+  EXPECT_TRUE(actions_.Take().empty());
+  actions_.connected.erase(1);
+  recovery_.Disconnected(1);
   recovery_.Change(1, now_);
   EXPECT_EQ(actions_.Take(), (std::vector<std::string>{"send 0 changed 1", "send 2 changed 1"}));
   recovery_.OnMessage(0, GenerationMessage("ready", 1), now_);

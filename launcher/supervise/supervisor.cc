@@ -276,6 +276,7 @@ void Supervisor::Adopt(size_t slot, Child child) {
   Worker& w = workers_[slot];
   w.child = std::move(child);
   w.started = true;
+  ++w.spawns;
   const auto now = Clock::now();
   worker_watch_->Started(slot, w.plan.process_id, w.child.pid(),
                          fmt::format("{}", fmt::join(w.plan.device_tokens, ",")), now);
@@ -448,8 +449,14 @@ void Supervisor::AnswerStacks() {
 
 void Supervisor::Loop() {
   std::vector<pollfd> fds;
-  // The worker stream behind each pollfd before the extra watches (the signalfd's slot is SIZE_MAX).
-  std::vector<std::pair<size_t, Stream>> what;
+  // The worker stream behind each pollfd before the extra watches (the signalfd's slot is SIZE_MAX), and
+  // which of the slot's processes it was.
+  struct Pipe {
+    size_t slot;
+    Stream stream;
+    uint64_t spawns;
+  };
+  std::vector<Pipe> what;
   next_check_ = Clock::now();
   while (true) {
     Clock::time_point now = Clock::now();
@@ -477,16 +484,16 @@ void Supervisor::Loop() {
     fds.clear();
     what.clear();
     fds.push_back({signal_fd_.get(), POLLIN, 0});
-    what.emplace_back(SIZE_MAX, Stream::kStdout);
+    what.push_back({SIZE_MAX, Stream::kStdout, 0});
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = workers_[i];
       if (w.child.stdout_pipe()) {
         fds.push_back({w.child.stdout_pipe().get(), POLLIN, 0});
-        what.emplace_back(i, Stream::kStdout);
+        what.push_back({i, Stream::kStdout, w.spawns});
       }
       if (w.child.stderr_pipe()) {
         fds.push_back({w.child.stderr_pipe().get(), POLLIN, 0});
-        what.emplace_back(i, Stream::kStderr);
+        what.push_back({i, Stream::kStderr, w.spawns});
       }
     }
     const size_t first_watch = fds.size();
@@ -497,7 +504,9 @@ void Supervisor::Loop() {
     if (n > 0) {
       if (fds[0].revents != 0) HandleSignals();
       for (size_t k = 1; k < first_watch; ++k) {
-        if (fds[k].revents != 0) ReadPipe(what[k].first, what[k].second, fds[k].revents);
+        const Pipe& pipe = what[k];
+        if (fds[k].revents != 0 && workers_[pipe.slot].spawns == pipe.spawns)
+          ReadPipe(pipe.slot, pipe.stream, fds[k].revents);
       }
       for (size_t k = first_watch; k < fds.size(); ++k) {
         if (fds[k].revents == 0) continue;

@@ -106,6 +106,9 @@ class Supervisor : private RecoveryActions {
     WorkerPlan plan;
     Child child;
     bool started = false;
+    // Processes started in this slot: a slot started again alone (recovering in place) has new pipes,
+    // perhaps on the old ones' descriptors, which poll's answer for the old ones must not close.
+    uint64_t spawns = 0;
   };
   struct RootCause {
     size_t slot = 0;

@@ -8,12 +8,66 @@ import os
 import signal
 import unittest
 
+import subprocess
+
 from launch_helpers import PYTHON, wait_for
 from multi_node import MultiNodeCase
-from python_workers import module_env, python_command
+from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command
 
 WORKER = os.path.join(os.path.dirname(__file__), "inprocess_worker.py")
 FAST = ["--heartbeat-timeout", "1", "--recovery", "in-process"]
+
+# A worker in C (the client library's distrun_recovery_*): it takes its world, and the next one after a
+# notice, printing each; the worker of FAIL_RANK exits 3 in generation 0, and its process started again
+# ends once it holds a later world.
+C_WORKER = r"""
+#include <distrun/client.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void show(const distrun_world* w) {
+  const char* rank_variable = "";
+  for (size_t i = 0; i < w->env_count; ++i) {
+    if (w->env[i][0] == 'R' && w->env[i][1] == 'A' && w->env[i][4] == '=') rank_variable = w->env[i];
+  }
+  printf("gen %d rank %d/%d new %d pid %d source %d lost %zu joined %zu prefix %s %s\n", w->generation, w->rank,
+         w->world_size, w->is_new, (int)getpid(), w->source, w->lost_count, w->joined_count, w->store_prefix,
+         rank_variable);
+  fflush(stdout);
+}
+
+int main(void) {
+  char error[512];
+  distrun_recovery* r = distrun_recovery_open(error, sizeof error);
+  if (!r) {
+    fprintf(stderr, "open: %s\n", error);
+    return 2;
+  }
+  distrun_world w;
+  if (distrun_recovery_wait_world(r, 0, 30000, &w) != 0) return 4;
+  show(&w);
+  const int held = w.generation;
+  const char* fail = getenv("FAIL_RANK");
+  const int failing = fail && atoi(fail) == w.rank && held == 0;
+  distrun_world_free(&w);
+  if (failing) {
+    usleep(300000);
+    return 3;
+  }
+  if (held > 0) return 0;
+  distrun_recovery_up(r, held);
+  int next = -1;
+  if (distrun_recovery_wait_change(r, held, 30000, &next) != 0) return 5;
+  distrun_recovery_ready(r, next);
+  if (distrun_recovery_wait_world(r, next, 30000, &w) != 0) return 6;
+  show(&w);
+  distrun_recovery_up(r, w.generation);
+  distrun_world_free(&w);
+  distrun_recovery_close(r);
+  return 0;
+}
+"""
 
 
 class Log:
@@ -167,6 +221,26 @@ class InProcess(MultiNodeCase):
             self.assertEqual(log.pids(1, rank), survivors[rank], f"rank {rank} kept its process through node 0's loss")
         self.assertTrue(all(r["new"] == 1 for r in log.rows if r["gen"] == 1 and r["rank"] == 0))
         self.assertIn("took over", "".join(r[2] for r in results))
+
+    def test_a_worker_in_c_recovers_in_place_through_the_client_library(self):
+        source = self.path("worker.c")
+        with open(source, "w") as f:
+            f.write(C_WORKER)
+        program = self.path("worker")
+        flags = ["-fsanitize=address,undefined"] if cache_value("DISTRUN_SANITIZE") == "ON" else []
+        subprocess.run(["cc", *flags, "-o", program, source, "-I", os.path.join(ROOT, "runtime", "include"), LIBRARY,
+                        "-Wl,-rpath," + os.path.dirname(LIBRARY)], check=True)
+        nodes = self.start_nodes([2], program, *FAST, "--max-restarts", "1",
+                                 env={"FAIL_RANK": "1", "ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "")})
+        code, out, err = self.finish(nodes, timeout=60)[0]
+        self.assertEqual(code, 0, err)
+        lines = sorted(l.split("] ", 1)[1] for l in out.splitlines() if "gen " in l)
+        pid0 = lines[0].split()[7]
+        self.assertRegex(lines[0], r"^gen 0 rank 0/2 new 1 pid \d+ source -1 lost 0 joined 0 prefix distrun/g0 RANK=0$")
+        self.assertRegex(lines[1], r"^gen 0 rank 1/2 new 1 pid \d+ ")
+        # Rank 0 kept its process; rank 1's new process took generation 1's world as new, from source 0.
+        self.assertEqual(lines[2], f"gen 1 rank 0/2 new 0 pid {pid0} source 0 lost 1 joined 1 prefix distrun/g1 RANK=0")
+        self.assertRegex(lines[3], r"^gen 1 rank 1/2 new 1 pid \d+ source 0 lost 1 joined 1 prefix distrun/g1 RANK=1$")
 
     def test_the_same_script_runs_under_restart(self):
         nodes = self.start_nodes([1, 1], "exec " + " ".join(python_command()) + " " + WORKER,

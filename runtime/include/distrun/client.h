@@ -91,6 +91,54 @@ int distrun_progress(int64_t step);
 int distrun_section_enter(const char* name);
 int distrun_section_exit(void);
 
+/* Recovering in place (distrun --recovery in-process): this worker's side of its node's worker channel, for
+ * programs that are not Python (distrun.torch does the same). distrun_recovery_open() connects to the
+ * channel DISTRUN_RECOVERY_SOCKET names and says hello; distrun answers with the running world (a spare's
+ * worker: the world that first seats it). When the job's world changes, distrun sends a notice: abort and
+ * tear down your communicators, call distrun_recovery_ready(), wait for the next world, form your
+ * communicators for it (under its store_prefix) and call distrun_recovery_up(). A worker that is not ready
+ * within --recovery-timeout of the notice is killed and started again. One handle per worker process; not
+ * thread-safe (use it from one thread, or guard it). */
+typedef struct distrun_recovery distrun_recovery;
+
+typedef struct distrun_world {
+  int generation; /* the job's epoch (DISTRUN_EPOCH) */
+  int rank, world_size, local_rank, local_world_size, group_rank, group_world_size;
+  int is_new;         /* this process holds no training state: take it from `source` or a checkpoint */
+  int source;         /* the rank every rank takes its state from; -1: none kept any */
+  int* lost;          /* ranks of the previous world whose processes are gone */
+  size_t lost_count;
+  int* joined;        /* ranks of this world held by new processes */
+  size_t joined_count;
+  char* store_prefix; /* the store namespace of this generation ("distrun/g3") */
+  char** env;         /* "NAME=value": the worker's variables in this world (RANK, WORLD_SIZE, ...) */
+  size_t env_count;
+} distrun_world;
+
+/* Connects (DISTRUN_RECOVERY_SOCKET) and says hello. NULL with a message in `error` (when given) outside a
+ * distrun --recovery in-process job or when distrun cannot be reached. */
+distrun_recovery* distrun_recovery_open(char* error, size_t error_len);
+void distrun_recovery_close(distrun_recovery* recovery);
+/* Readable (poll) when distrun sent something: call distrun_recovery_changed() then. */
+int distrun_recovery_fd(distrun_recovery* recovery);
+/* Reads what arrived, without waiting; returns the newest generation a notice named, or -1 (none), or a
+ * negative distrun_status when the channel ended (-DISTRUN_UNAVAILABLE). */
+int distrun_recovery_changed(distrun_recovery* recovery);
+/* Waits up to timeout_ms (negative: no limit) for a notice of a generation newer than `held` (the world
+ * this process holds); *generation is the newest named. DISTRUN_DEADLINE_EXCEEDED when none came. */
+int distrun_recovery_wait_change(distrun_recovery* recovery, int held, int64_t timeout_ms, int* generation);
+/* Waits up to timeout_ms (negative: no limit) for a world of min_generation or later; fills *world (free it
+ * with distrun_world_free). */
+int distrun_recovery_wait_world(distrun_recovery* recovery, int min_generation, int64_t timeout_ms,
+                                distrun_world* world);
+/* This process tore its communicators down and waits for a world of `generation` or later. */
+int distrun_recovery_ready(distrun_recovery* recovery, int generation);
+/* This process formed its communicators of `generation`. */
+int distrun_recovery_up(distrun_recovery* recovery, int generation);
+void distrun_world_free(distrun_world* world);
+/* What the last call that failed said; as distrun_client_last_error. */
+size_t distrun_recovery_last_error(distrun_recovery* recovery, char* buffer, size_t len);
+
 #ifdef __cplusplus
 }
 #endif
