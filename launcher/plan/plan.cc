@@ -371,7 +371,10 @@ Plan MakePlan(const Topology& t, const LocalLayout& layout, const JobAssignment&
       set("TORCHELASTIC_RUN_ID", a.run_id);
       set("TORCHELASTIC_RESTART_COUNT", std::to_string(a.restart_count));
       set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
-      if (!env.Has("TORCH_NCCL_ASYNC_ERROR_HANDLING")) set("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+      // 1 tears the process down on a failed collective; recovering in place needs it alive: 2 aborts the
+      // communicators and raises in the worker, whose recover() forms the next group.
+      if (!env.Has("TORCH_NCCL_ASYNC_ERROR_HANDLING"))
+        set("TORCH_NCCL_ASYNC_ERROR_HANDLING", o.recovery == RecoveryMode::kInProcess ? "2" : "1");
       // PyTorch's Flight Recorder: a ring buffer of each rank's recent collectives, dumped when NCCL's
       // watchdog times out (or on a write to the rank's pipe), next to distrun's logs. Releases without it
       // ignore the variables; what the user set stays.

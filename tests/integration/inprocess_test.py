@@ -9,12 +9,14 @@ import signal
 import unittest
 
 import subprocess
+import threading
 
 from launch_helpers import PYTHON, wait_for
 from multi_node import MultiNodeCase
 from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command
 
 WORKER = os.path.join(os.path.dirname(__file__), "inprocess_worker.py")
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "inprocess_ddp.py")
 FAST = ["--heartbeat-timeout", "1", "--recovery", "in-process"]
 
 # A worker in C (the client library's distrun_recovery_*): it takes its world, and the next one after a
@@ -241,6 +243,27 @@ class InProcess(MultiNodeCase):
         # Rank 0 kept its process; rank 1's new process took generation 1's world as new, from source 0.
         self.assertEqual(lines[2], f"gen 1 rank 0/2 new 0 pid {pid0} source 0 lost 1 joined 1 prefix distrun/g1 RANK=0")
         self.assertRegex(lines[3], r"^gen 1 rank 1/2 new 1 pid \d+ source 0 lost 1 joined 1 prefix distrun/g1 RANK=1$")
+
+    def test_the_ddp_example_survives_a_lost_node_with_every_rank_equal(self):
+        script = " ".join(python_command()) + " " + EXAMPLE + " --steps 200 --step-seconds 0.02"
+        nodes = self.start_nodes([2, 2, 2], f"exec {script}", *FAST, "--nnodes", "2:3", "--elastic-policy", "spares",
+                                 env=module_env())
+        lines = []
+        reader = threading.Thread(target=lambda: lines.extend(nodes[0].stdout), daemon=True)
+        reader.start()
+        self.assertTrue(wait_for(lambda: any("step 50 " in l for l in lines), timeout=60), lines)
+        nodes[1].kill()
+        code0 = nodes[0].wait(timeout=120)
+        reader.join(timeout=10)
+        err0 = nodes[0].stderr.read()
+        code2, out2, err2 = self.finish([nodes[2]], timeout=120)[0]
+        self.assertEqual([code0, code2], [0, 0], [err0, err2])
+        out = "".join(lines) + out2
+        final = [l.split("] ", 1)[1] for l in out.splitlines() if "checksum" in l]
+        self.assertEqual(len(final), 4, out)
+        self.assertEqual(len({l.split("checksum")[1] for l in final}), 1, final)
+        self.assertTrue(all("step 200" in l and "generation 1" in l for l in final), final)
+        self.assertIn("state from rank 0", out)
 
     def test_the_same_script_runs_under_restart(self):
         nodes = self.start_nodes([1, 1], "exec " + " ".join(python_command()) + " " + WORKER,
