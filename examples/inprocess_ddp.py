@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+import distrun
 import distrun.torch
 
 
@@ -84,6 +85,7 @@ def main():
             loss.backward()  # the gradients' all-reduce: where a lost peer shows
             optimizer.step()
             step += 1
+            distrun.progress(step)  # distrun's hang watch, and the recovery's first step in its log
             if world.rank == 0 and step % 50 == 0:
                 print(f"generation {world.generation} step {step} loss {loss.item():.4f}", flush=True)
             if args.step_seconds:

@@ -214,6 +214,20 @@ int StatusVerb(const std::vector<std::string>& args, const Env& env) {
   std::printf("job %s, epoch %d, %d node(s)\n", kStates[static_cast<size_t>(v.state)], v.epoch, v.num_nodes);
   if (!v.history.empty()) std::printf("history: %s\n", v.history.c_str());
   for (const std::string& n : v.nodes) std::printf("  %s\n", n.c_str());
+  if (v.recoveries_in_place + v.recoveries_restart > 0) {
+    std::printf("recoveries: %llu in place, %llu by restart\n",
+                static_cast<unsigned long long>(v.recoveries_in_place),
+                static_cast<unsigned long long>(v.recoveries_restart));
+    // The latest few, oldest first: each with its phases once complete.
+    const size_t shown = std::min<size_t>(v.recoveries.size(), 5);
+    for (size_t i = v.recoveries.size() - shown; i < v.recoveries.size(); ++i) {
+      const RecoveryRecord& r = v.recoveries[i];
+      std::printf("  %s%s\n",
+                  r.complete ? DescribeRecovery(r).c_str()
+                             : ("generation " + std::to_string(r.generation) + ": " + r.cause).c_str(),
+                  r.complete ? "" : " (recovering)");
+    }
+  }
   PrintStragglers(v);
   if (v.ranks.empty()) {
     std::printf(

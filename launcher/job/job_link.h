@@ -41,6 +41,7 @@ struct JobDecision {
   // the hang watch found (node 0 prints it)
   std::string reason;
   bool warning = false;    // kDiagnosis: print `reason` as a warning, not an error
+  bool info = false;       // kDiagnosis: print `reason` as an ordinary line (a recovery's account)
   uint64_t stacks_id = 0;  // kStacks: collect this node's workers' stacks and answer (SendStacks)
 };
 

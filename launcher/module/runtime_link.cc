@@ -72,6 +72,7 @@ JobDecision ToDecision(const JobEvent& e) {
       d.kind = JobDecision::Kind::kDiagnosis;
       d.reason = e.notice;
       d.warning = e.warning;
+      d.info = e.info;
       break;
     case JobEvent::Kind::kFailover:
       d.kind = JobDecision::Kind::kFailover;

@@ -86,6 +86,10 @@ void InPlaceRecovery::Change(int generation, Clock::time_point now) {
   noticed_ = now;
   deadline_ = now + timeout_;
   reported_ = false;
+  watching_ = false;
+  last_ = NodeRecovery{};
+  last_.generation = generation;
+  last_.notified_ms = 0;  // the notices go out now (or the workers that cannot take them start again)
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (!s.running) continue;
@@ -112,6 +116,7 @@ void InPlaceRecovery::JoinIfReady(Clock::time_point now) {
   }
   joining_ = true;
   ready_at_ = now;
+  last_.ready_ms = Ms(now - noticed_);
   actions_.Join(*pending_, FreshSlots());
 }
 
@@ -140,6 +145,14 @@ void InPlaceRecovery::Handout(int generation, std::vector<WorldMessage> worlds, 
   joining_ = false;
   handed_at_ = now;
   worlds_ = std::move(worlds);
+  if (!reported_ && last_.generation == generation) {
+    last_.world_ms = Ms(now - noticed_);
+    // First steps count from here, against the reports seen so far.
+    baseline_.assign(slots_.size(), 0);
+    for (size_t i = 0; i < slots_.size() && i < reports_.size(); ++i) baseline_[i] = reports_[i].count;
+    first_step_.assign(slots_.size(), std::nullopt);
+    watching_ = !worlds_.empty();
+  }
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     s.after_handout = false;
@@ -163,13 +176,42 @@ void InPlaceRecovery::ReportIfUp(Clock::time_point now) {
     if (s.running && s.up < generation_) return;
   }
   reported_ = true;
+  last_.up_ms = Ms(now - noticed_);
   const WorldMessage& w = worlds_.front();
-  log_->info(
+  // Node 0 prints the job's line (every node's phases); each node's own is for -v.
+  log_->debug(
       "generation {}: recovered in place (lost rank(s) {}, new process(es) at rank(s) {}, state from rank "
       "{}); this node: notice to ready {} ms, to world {} ms, to group up {} ms",
       generation_, w.lost.empty() ? "none" : FormatRanks(w.lost),
       w.joined.empty() ? "none" : FormatRanks(w.joined), w.source, Ms(ready_at_ - noticed_),
       Ms(handed_at_ - noticed_), Ms(now - noticed_));
+}
+
+}  // namespace distrun
+
+namespace distrun {
+
+void InPlaceRecovery::Progress(const std::vector<Reports>& reports) {
+  reports_ = reports;
+  if (!watching_) return;
+  bool all = true;
+  std::optional<Clock::time_point> latest;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!slots_[i].running || i >= worlds_.size()) continue;
+    if (!first_step_[i] && i < reports.size() && reports[i].count > baseline_[i]) {
+      // The first report after the handout: exact when it is the only one since (the caller reads often
+      // while it watches); later ones only say it stepped by then.
+      first_step_[i] = Clock::time_point(std::chrono::nanoseconds(reports[i].time_ns));
+    }
+    if (!first_step_[i]) {
+      all = false;
+    } else if (!latest || *first_step_[i] > *latest) {
+      latest = first_step_[i];
+    }
+  }
+  if (!all || !latest) return;
+  watching_ = false;
+  last_.first_step_ms = std::max<int64_t>(Ms(*latest - noticed_), 0);
 }
 
 }  // namespace distrun

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/recovery/recovery_ledger.h"
 #include "runtime/recovery/worker_message.h"
 
 namespace spdlog {
@@ -69,6 +70,18 @@ class InPlaceRecovery {
   // Local ranks whose processes hold no training state: never handed a world, or not running.
   std::vector<int> FreshSlots() const;
 
+  // The workers' progress reports, by slot: how many so far and the last one's time (CLOCK_MONOTONIC, as
+  // steady_clock). A slot's first report after the world was handed out is its first step there.
+  struct Reports {
+    uint64_t count = 0;
+    int64_t time_ns = 0;
+  };
+  void Progress(const std::vector<Reports>& reports);
+  // Whether first steps are awaited (the caller reads the reports often then).
+  bool WatchingFirstSteps() const { return watching_; }
+  // This node's phases of the latest recovery (generation -1: none yet).
+  NodeRecovery Last() const { return last_; }
+
  private:
   struct Slot {
     bool running = false;
@@ -102,6 +115,12 @@ class InPlaceRecovery {
   // The phases of the change being formed or just handed out, for its log line.
   Clock::time_point noticed_{}, ready_at_{}, handed_at_{};
   bool reported_ = true;
+  NodeRecovery last_;
+  // First steps: each slot's report count when the world was handed out, and whether it stepped since.
+  std::vector<Reports> reports_;
+  std::vector<uint64_t> baseline_;
+  std::vector<std::optional<Clock::time_point>> first_step_;
+  bool watching_ = false;
 };
 
 }  // namespace distrun

@@ -47,6 +47,7 @@ class InPlaceRecoveryTest : public ::testing::Test {
       : log_(
             std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_))),
         recovery_(3, 2000ms, actions_, log_) {
+    log_->set_level(spdlog::level::debug);
     actions_.recovery = &recovery_;
     for (size_t i = 0; i < 3; ++i)
       recovery_.Started(i, 100 + static_cast<pid_t>(i), static_cast<int>(i), now_);
@@ -104,8 +105,18 @@ TEST_F(InPlaceRecoveryTest, AChangeIsJoinedOnceEveryWorkerIsReady) {
                                                        "send 2 world 1 new 0"}));
   EXPECT_EQ(recovery_.generation(), 1);
   EXPECT_FALSE(recovery_.changing());
+  now_ += 5ms;
   for (size_t i = 0; i < 3; ++i) recovery_.OnMessage(i, GenerationMessage("up", 1), now_);
   EXPECT_NE(out_.str().find("generation 1: recovered in place"), std::string::npos) << out_.str();
+  // The first steps: each slot's first progress report after the handout.
+  EXPECT_TRUE(recovery_.WatchingFirstSteps());
+  const int64_t t =
+      std::chrono::duration_cast<std::chrono::nanoseconds>((now_ + 7ms).time_since_epoch()).count();
+  recovery_.Progress({{1, t}, {1, t}, {0, 0}});
+  EXPECT_TRUE(recovery_.WatchingFirstSteps());
+  recovery_.Progress({{1, t}, {1, t}, {1, t + 3'000'000}});
+  EXPECT_FALSE(recovery_.WatchingFirstSteps());
+  EXPECT_EQ(recovery_.Last(), (NodeRecovery{1, 0, 0, 0, 5, 15}));  // from the notice at 10 ms
 }
 
 TEST_F(InPlaceRecoveryTest, AnOlderOrRepeatedNoticeChangesNothing) {

@@ -438,7 +438,10 @@ void Supervisor::AwaitSentinel() {
 
 void Supervisor::WatchProgress(Clock::time_point now) {
   next_progress_ = now + kProgressInterval;
-  if (link_) link_->ReportProgress(worker_watch_->Sample(restart_count_, now));
+  if (!link_) return;
+  NodeProgress progress = worker_watch_->Sample(restart_count_, now);
+  if (recovery_) progress.recovery = RecoveryProgress(now);
+  link_->ReportProgress(progress);
 }
 
 void Supervisor::AnswerStacks() {
@@ -537,6 +540,7 @@ int Supervisor::PollTimeoutMs(Clock::time_point now) const {
   if (phase_ == Phase::kRunning && link_) earliest(next_progress_);
   if (phase_ == Phase::kRunning && recovery_) {
     if (auto deadline = recovery_->NextDeadline()) earliest(*deadline);
+    if (recovery_->WatchingFirstSteps()) earliest(next_first_steps_);
   }
   if (!wake) return -1;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(*wake - now).count();
@@ -544,7 +548,10 @@ int Supervisor::PollTimeoutMs(Clock::time_point now) const {
 }
 
 void Supervisor::CheckTimers(Clock::time_point now) {
-  if (phase_ == Phase::kRunning && recovery_) recovery_->Tick(now);
+  if (phase_ == Phase::kRunning && recovery_) {
+    recovery_->Tick(now);
+    if (recovery_->WatchingFirstSteps() && now >= next_first_steps_) RecoveryProgress(now);
+  }
   if (timeout_at_ && now >= *timeout_at_) {
     no_restart_ = true;
     if (phase_ == Phase::kRunning) {

@@ -138,6 +138,9 @@ class Supervisor : private RecoveryActions {
   void Join(int generation, const std::vector<int>& fresh_local) override;
   // Ends a join still in progress (the job ends, or a newer generation replaces it).
   void AbandonJoin();
+  // Hands the recovery the workers' progress reports (often while it awaits their first steps) and returns
+  // this node's phases of the latest recovery, for its progress report; unset before any.
+  std::optional<NodeRecovery> RecoveryProgress(Clock::time_point now);
   void OnChannel();
   // A restart decision (or a failover to the standby) while the workers run: they keep running.
   void ChangeInPlace(const JobDecision& decision);
@@ -268,6 +271,7 @@ class Supervisor : private RecoveryActions {
   std::unique_ptr<WorkerChannel> channel_;
   std::unique_ptr<InPlaceRecovery> recovery_;
   std::unique_ptr<RendezvousThread> joining_;  // this node's join of the generation being formed
+  Clock::time_point next_first_steps_{};       // the next read of the board while first steps are awaited
 };
 
 }  // namespace distrun

@@ -113,7 +113,9 @@ void Supervisor::OnJobDecisions() {
       continue;
     }
     if (d.kind == JobDecision::Kind::kDiagnosis) {
-      if (d.warning) {
+      if (d.info) {
+        log_->info("{}", d.reason);
+      } else if (d.warning) {
         log_->warn("{}", d.reason);
       } else {
         log_->error("{}", d.reason);

@@ -112,6 +112,18 @@ void Supervisor::OnJoinedInPlace() {
   HandOutWorld(plan_);
 }
 
+std::optional<NodeRecovery> Supervisor::RecoveryProgress(Clock::time_point now) {
+  // Read often while first steps are awaited: a first report is exact only if the next has not come yet.
+  constexpr auto kFirstStepRead = std::chrono::milliseconds(5);
+  next_first_steps_ = now + kFirstStepRead;
+  std::vector<InPlaceRecovery::Reports> reports;
+  for (const ProgressSample& s : worker_watch_->Reports()) reports.push_back({s.reports, s.time_ns});
+  recovery_->Progress(reports);
+  NodeRecovery last = recovery_->Last();
+  if (last.generation < 0) return std::nullopt;
+  return last;
+}
+
 void Supervisor::HandOutWorld(const Plan& plan) {
   const JobAssignment& a = plan.assignment;
   const auto now = Clock::now();
@@ -152,6 +164,7 @@ void Supervisor::HandOutWorld(const Plan& plan) {
     log_->info("generation {}: this node is a warm spare; its {} worker(s) wait for a seat", a.restart_count,
                plan.workers.size());
   }
+  RecoveryProgress(now);  // the reports so far: first steps count from here
   recovery_->Handout(a.restart_count, std::move(worlds), now);
 }
 

@@ -156,6 +156,13 @@ NodeProgress WorkerWatch::Sample(int epoch, Clock::time_point now) {
   return tracker_.Progress(epoch, now);
 }
 
+std::vector<ProgressSample> WorkerWatch::Reports() const {
+  std::vector<ProgressSample> out;
+  if (!board_) return out;
+  for (size_t i = 0; i < workers_.size(); ++i) out.push_back(board_->Read(static_cast<int>(i)));
+  return out;
+}
+
 void WorkerWatch::CollectStacks(uint64_t id) {
   std::lock_guard lock(mu_);
   asked_.push_back(id);

@@ -55,6 +55,8 @@ class WorkerWatch {
   void Output(size_t slot, Clock::time_point now);
   // The node's progress now: reads the board (and, every few seconds, the workers' CPU time).
   NodeProgress Sample(int epoch, Clock::time_point now);
+  // Each slot's progress reports as the board holds them now (none without a board).
+  std::vector<ProgressSample> Reports() const;
 
   // Collects the running workers' stacks on a thread of its own; stacks_fd() turns readable when the
   // answer to `id` (and to any request that came while it ran) is ready.

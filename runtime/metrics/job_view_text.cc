@@ -83,6 +83,27 @@ std::string JobMetricsText(const JobStatusView& view) {
   p.Sample(view.restarts);
   p.Family("distrun_nodes_lost_total", "counter", "Nodes lost (silent, or their distrun gone).");
   p.Sample(view.nodes_lost);
+  p.Family(
+      "distrun_recoveries_total", "counter",
+      "Generations begun after a lost node, a failed worker or an arrival, by how the workers took them: "
+      "in place (--recovery in-process) or restarted.");
+  p.Sample({{"mode", "in-process"}}, static_cast<double>(view.recoveries_in_place));
+  p.Sample({{"mode", "restart"}}, static_cast<double>(view.recoveries_restart));
+  p.Family("distrun_last_recovery_seconds", "gauge",
+           "The last complete recovery in place, by phase: seconds from the decision to every worker told "
+           "(notified), ready, the world agreed, every group formed (group_up) and every rank's first step.");
+  for (auto it = view.recoveries.rbegin(); it != view.recoveries.rend(); ++it) {
+    if (!it->in_place || !it->complete) continue;
+    const RecoveryPhases& ph = it->phases;
+    for (const auto& [name, ms] : {std::pair<const char*, int64_t>{"notified", ph.notified},
+                                   {"ready", ph.ready},
+                                   {"agreed", ph.agreed},
+                                   {"group_up", ph.up},
+                                   {"first_step", ph.first_step}}) {
+      if (ms >= 0) p.Sample({{"phase", name}}, static_cast<double>(ms) / 1000);
+    }
+    break;
+  }
   p.Family("distrun_hung", "gauge", "1 when the hang watch declared the current epoch hung.");
   p.Sample(view.hung ? 1 : 0);
   p.Family("distrun_stragglers", "gauge", "Ranks named stragglers now (distrun --straggler-threshold).");
@@ -177,6 +198,41 @@ std::string JobJson(const JobStatusView& view) {
       out += "null";
     }
     out += ",\"ranks\":" + std::to_string(e.ranks) + ",\"end\":" + JsonQuote(e.end) + '}';
+  }
+  out += "],";
+  Key(out, "recoveries_total");
+  out += "{\"in_process\":" + std::to_string(view.recoveries_in_place) +
+         ",\"restart\":" + std::to_string(view.recoveries_restart) + "},";
+  Key(out, "recoveries");
+  out += '[';
+  for (size_t i = 0; i < view.recoveries.size(); ++i) {
+    const RecoveryRecord& r = view.recoveries[i];
+    if (i > 0) out += ',';
+    auto ranks = [](const std::vector<int>& v) {
+      std::string text = "[";
+      for (size_t k = 0; k < v.size(); ++k) text += (k ? "," : "") + std::to_string(v[k]);
+      return text + "]";
+    };
+    out += "{\"generation\":" + std::to_string(r.generation) +
+           ",\"in_place\":" + (r.in_place ? "true" : "false") + ",\"cause\":" + JsonQuote(r.cause) +
+           ",\"decided_s\":";
+    Number(out, static_cast<double>(r.decided_ms) / 1000);
+    out += ",\"lost\":" + ranks(r.change.lost) + ",\"joined\":" + ranks(r.change.joined) +
+           ",\"source\":" + (r.change.source < 0 ? std::string("null") : std::to_string(r.change.source)) +
+           ",\"phases_s\":{";
+    bool first = true;
+    for (const auto& [name, ms] : {std::pair<const char*, int64_t>{"notified", r.phases.notified},
+                                   {"ready", r.phases.ready},
+                                   {"agreed", r.phases.agreed},
+                                   {"group_up", r.phases.up},
+                                   {"first_step", r.phases.first_step}}) {
+      if (ms < 0) continue;
+      out += std::string(first ? "" : ",") + '"' + name + "\":";
+      Number(out, static_cast<double>(ms) / 1000);
+      first = false;
+    }
+    out += std::string("},\"complete\":") + (r.complete ? "true" : "false") +
+           ",\"text\":" + JsonQuote(r.complete ? DescribeRecovery(r) : r.cause) + '}';
   }
   out += "],";
 

@@ -98,6 +98,47 @@ TEST(JobJson, InAHungJobTheLeastAdvancedRanksAreTheHungOnes) {
   EXPECT_EQ(json.find("\"hung\":false}"), std::string::npos) << json;
 }
 
+JobStatusView Recovered() {
+  JobStatusView v = TwoRanks();
+  RecoveryRecord r;
+  r.generation = 2;
+  r.in_place = true;
+  r.cause = "node 1 (node-b): node lost";
+  r.decided_ms = 8'000;
+  r.change = WorldChange{0, {1}, {1}};
+  r.phases = RecoveryPhases{1, 30, 40, 70, 100};
+  r.complete = true;
+  v.recoveries = {r};
+  v.recoveries_in_place = 1;
+  v.recoveries_restart = 1;
+  return v;
+}
+
+TEST(JobMetricsText, CountsRecoveriesByModeAndTheLastOnesPhases) {
+  const std::string text = JobMetricsText(Recovered());
+  EXPECT_NE(
+      text.find(
+          "distrun_recoveries_total{mode=\"in-process\"} 1\ndistrun_recoveries_total{mode=\"restart\"} 1\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("distrun_last_recovery_seconds{phase=\"agreed\"} 0.04\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("distrun_last_recovery_seconds{phase=\"first_step\"} 0.1\n"), std::string::npos)
+      << text;
+}
+
+TEST(JobJson, ListsEachRecoveryWithItsPhases) {
+  const std::string json = JobJson(Recovered());
+  EXPECT_NE(json.find("\"recoveries_total\":{\"in_process\":1,\"restart\":1}"), std::string::npos) << json;
+  EXPECT_NE(
+      json.find(
+          "{\"generation\":2,\"in_place\":true,\"cause\":\"node 1 (node-b): node lost\",\"decided_s\":8,"
+          "\"lost\":[1],\"joined\":[1],\"source\":0,\"phases_s\":{\"notified\":0.001,\"ready\":0.03,"
+          "\"agreed\":0.04,\"group_up\":0.07,\"first_step\":0.1},\"complete\":true,\"text\":\"generation 2 "
+          "recovered in place in 0.100 s"),
+      std::string::npos)
+      << json;
+}
+
 TEST(JsonQuote, EscapesWhatJsonCannotHoldRaw) {
   EXPECT_EQ(JsonQuote("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
 }

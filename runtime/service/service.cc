@@ -41,6 +41,7 @@ CoordinationService::CoordinationService(ServiceConfig config)
       straggler_watch_(config_.straggler) {
   if (!config_.clock) config_.clock = [] { return Clock::now(); };
   started_ = Now();
+  ledger_ = RecoveryLedger(started_);
   nodes_.resize(static_cast<size_t>(config_.num_nodes));
   round_deadline_ = Now() + config_.initialization_timeout;
   if (config_.resume) Restore(*config_.resume);
@@ -309,6 +310,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     for (NodeAssignment& a : assignments_) a.change = change;
     world_ranks_ = std::move(ranks);
   }
+  RecoveryAgreed(assignments_.empty() ? WorldChange{} : assignments_.front().change);
   state_ = JobState::kRunning;
   EpochBegan();
   if (common.standby_agent != standby_) {
@@ -868,6 +870,7 @@ void CoordinationService::Tick() {
     }
     if (now >= earliest_kv_deadline_) ExpireKvWaits(now, completions);
     WatchProgress(now, completions);
+    ExpireRecoveries(now);
     for (auto it = barriers_.begin(); it != barriers_.end();) {
       BarrierState& b = it->second;
       if (now < b.earliest_deadline) {

@@ -342,6 +342,13 @@ class CoordinationService {
   // service_diagnosis.cc: straggler detection once a window, and what the job's page shows of the job.
   void WatchStragglers(Clock::time_point now);
   void Note(const std::string& line);  // a line of the job's recent events (Overview)
+  // service_recoveries.cc: each recovery's record (runtime/recovery/recovery_ledger.h) from its decision
+  // to every worker's first step, and node 0's line when it completes.
+  void RecoveryBegan(const JobEvent& restart);
+  void RecoveryAgreed(const WorldChange& change);
+  void RecoveryReported(int node, const NodeRecovery& report);
+  void ExpireRecoveries(Clock::time_point now);
+  void AnnounceRecovery(const RecoveryRecord& record);
   void EpochBegan();
   void EpochEnded(const std::string& why);
   int64_t SinceStart(Clock::time_point t) const;
@@ -413,6 +420,7 @@ class CoordinationService {
   std::optional<int> hung_round_;        // the round the hang watch declared hung
   std::optional<int64_t> hung_at_step_;  // its least advanced ranks' step, when others were ahead
 
+  RecoveryLedger ledger_{Clock::time_point{}};  // counted from started_ (the constructor)
   StragglerWatch straggler_watch_;
   std::map<int, std::vector<RankSectionMedians>> node_sections_;  // by node: its latest report's
   Clock::time_point next_straggler_window_{};

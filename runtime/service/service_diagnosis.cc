@@ -21,6 +21,7 @@ void CoordinationService::ReportProgress(int node_rank, const NodeProgress& prog
   if (node_rank < 0 || node_rank >= Agents() || membership_.lost(node_rank)) return;
   hang_watch_.Update(node_rank, progress, Now());
   node_sections_[node_rank] = progress.sections;
+  if (progress.recovery) RecoveryReported(node_rank, *progress.recovery);
 }
 
 void CoordinationService::CollectStacks(std::chrono::milliseconds timeout, StacksDone done) {
@@ -238,6 +239,9 @@ JobStatusView CoordinationService::Overview() const {
   v.state = state_;
   v.epoch = round_;
   v.num_nodes = membership_.world_nodes();
+  v.recoveries.assign(ledger_.records().begin(), ledger_.records().end());
+  v.recoveries_in_place = ledger_.count(true);
+  v.recoveries_restart = ledger_.count(false);
   v.run_id = config_.run_id;
   v.uptime_ms = SinceStart(now);
   v.restarts = restarts_;

@@ -125,6 +125,7 @@ void CoordinationService::BeginEpoch(JobEvent event, Completions& completions) {
   membership_.NextEpoch();
   round_ = membership_.epoch();
   event.restart_round = round_;
+  RecoveryBegan(event);
   Status aborted{StatusCode::kAborted, "the job is restarting (round " + std::to_string(round_) + ") after " +
                                            DescribeFailure(event.root_cause)};
   FailRendezvous(aborted, completions);

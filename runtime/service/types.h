@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/recovery/recovery_ledger.h"
 #include "runtime/recovery/world_change.h"
 #include "runtime/service/service_snapshot.h"
 
@@ -152,6 +153,8 @@ struct NodeProgress {
   int64_t quiet_ms = 0;  // every worker without CPU time or output for this long; 0: not quiet
   int workers = 0;       // running now
   int epoch = 0;         // the round they run in
+  // --recovery in-process: this node's phases of the latest recovery (runtime/recovery/recovery_ledger.h).
+  std::optional<NodeRecovery> recovery;
 };
 
 // `progress` as it stands `ms` milliseconds after it was read: every age (advanced, reported, quiet) grows.
@@ -194,6 +197,7 @@ struct JobEvent {
   bool node_lost = false;     // kRestart: a member was lost (elastic), not a worker failure
   bool node_arrived = false;  // kRestart: the world grows by nodes that arrived (elastic)
   bool warning = false;       // kDiagnosis: a warning (a stall, a straggler), not an error
+  bool info = false;          // kDiagnosis: an ordinary line (a recovery's account), neither
   std::string notice;         // kNotice: a change of the world is coming (a node arrived), for the workers;
                               // kDiagnosis: what node 0's distrun prints (a hung or stalled job);
                               // kFailover: where the node turned
@@ -250,6 +254,11 @@ struct JobStatusView {
   std::optional<std::chrono::milliseconds> hang_timeout;
   bool hang_timeout_learned = false;
   std::vector<std::string> nodes;  // "node 1 (host-b): 4 workers, quiet 12 s"
+  // Each generation begun after a loss, a failure or an arrival (the latest, oldest first), and how many in
+  // place (--recovery in-process) and by restart in all.
+  std::vector<RecoveryRecord> recoveries;
+  uint64_t recoveries_in_place = 0;
+  uint64_t recoveries_restart = 0;
 };
 
 }  // namespace distrun

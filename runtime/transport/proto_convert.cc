@@ -196,6 +196,7 @@ void ToProto(const JobEvent& in, v1::JobEvent* out) {
     case JobEvent::Kind::kDiagnosis:
       out->mutable_diagnosis()->set_text(in.notice);
       out->mutable_diagnosis()->set_warning(in.warning);
+      out->mutable_diagnosis()->set_info(in.info);
       break;
     case JobEvent::Kind::kStandby: {
       v1::StandbyUpdate* u = out->mutable_standby();
@@ -253,6 +254,7 @@ JobEvent FromProto(const v1::JobEvent& in) {
       e.kind = JobEvent::Kind::kDiagnosis;
       e.notice = in.diagnosis().text();
       e.warning = in.diagnosis().warning();
+      e.info = in.diagnosis().info();
       break;
     case v1::JobEvent::kStandby: {
       e.kind = JobEvent::Kind::kStandby;
@@ -325,6 +327,15 @@ void ToProto(const NodeProgress& in, v1::NodeProgress* out) {
   out->set_workers(in.workers);
   out->set_epoch(in.epoch);
   ToProto(in.sections, out->mutable_sections());
+  if (in.recovery) {
+    v1::NodeRecovery* r = out->mutable_recovery();
+    r->set_generation(in.recovery->generation);
+    r->set_notified_ms(in.recovery->notified_ms);
+    r->set_ready_ms(in.recovery->ready_ms);
+    r->set_world_ms(in.recovery->world_ms);
+    r->set_up_ms(in.recovery->up_ms);
+    r->set_first_step_ms(in.recovery->first_step_ms);
+  }
 }
 
 NodeProgress FromProto(const v1::NodeProgress& in) {
@@ -335,6 +346,11 @@ NodeProgress FromProto(const v1::NodeProgress& in) {
   out.workers = in.workers();
   out.epoch = in.epoch();
   out.sections = FromProto(in.sections());
+  if (in.has_recovery()) {
+    const v1::NodeRecovery& r = in.recovery();
+    out.recovery = NodeRecovery{r.generation(), r.notified_ms(), r.ready_ms(),
+                                r.world_ms(),   r.up_ms(),       r.first_step_ms()};
+  }
   return out;
 }
 
@@ -377,6 +393,24 @@ void ToProto(const JobStatusView& in, v1::JobStatus* out) {
   out->set_straggler_threshold(in.straggler_threshold);
   out->set_restarts(in.restarts);
   out->set_nodes_lost(in.nodes_lost);
+  out->set_recoveries_in_place(in.recoveries_in_place);
+  out->set_recoveries_restart(in.recoveries_restart);
+  for (const RecoveryRecord& r : in.recoveries) {
+    v1::Recovery* o = out->add_recoveries();
+    o->set_generation(r.generation);
+    o->set_in_place(r.in_place);
+    o->set_cause(r.cause);
+    o->set_decided_ms(r.decided_ms);
+    if (r.change.source >= 0) o->set_source_rank(r.change.source);
+    for (int rank : r.change.lost) o->add_lost_ranks(rank);
+    for (int rank : r.change.joined) o->add_joined_ranks(rank);
+    o->set_notified_ms(r.phases.notified);
+    o->set_ready_ms(r.phases.ready);
+    o->set_agreed_ms(r.phases.agreed);
+    o->set_up_ms(r.phases.up);
+    o->set_first_step_ms(r.phases.first_step);
+    o->set_complete(r.complete);
+  }
   out->set_hung(in.hung);
 }
 
@@ -397,6 +431,21 @@ JobStatusView FromProto(const v1::JobStatus& in) {
   v.restarts = in.restarts();
   v.nodes_lost = in.nodes_lost();
   v.hung = in.hung();
+  v.recoveries_in_place = in.recoveries_in_place();
+  v.recoveries_restart = in.recoveries_restart();
+  for (const v1::Recovery& o : in.recoveries()) {
+    RecoveryRecord r;
+    r.generation = o.generation();
+    r.in_place = o.in_place();
+    r.cause = o.cause();
+    r.decided_ms = o.decided_ms();
+    r.change.source = o.has_source_rank() ? o.source_rank() : -1;
+    r.change.lost.assign(o.lost_ranks().begin(), o.lost_ranks().end());
+    r.change.joined.assign(o.joined_ranks().begin(), o.joined_ranks().end());
+    r.phases = RecoveryPhases{o.notified_ms(), o.ready_ms(), o.agreed_ms(), o.up_ms(), o.first_step_ms()};
+    r.complete = o.complete();
+    v.recoveries.push_back(std::move(r));
+  }
   return v;
 }
 

@@ -4,15 +4,17 @@ imports done, a failed worker starts again alone, a frozen node is left behind, 
 recover() is started again; in each the survivors keep their processes, every rank's state is the same at
 every step, and no step is lost beyond the one in flight."""
 import collections
+import json
 import os
 import signal
 import unittest
 
 import subprocess
 import threading
+import urllib.request
 
 from launch_helpers import PYTHON, wait_for
-from multi_node import MultiNodeCase
+from multi_node import MultiNodeCase, free_port
 from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command
 
 WORKER = os.path.join(os.path.dirname(__file__), "inprocess_worker.py")
@@ -108,7 +110,7 @@ class InProcess(MultiNodeCase):
     def start(self, counts, *extra, env=None, **kwargs):
         script = " ".join(python_command()) + " " + WORKER
         return self.start_nodes(counts, f"exec {script}", *FAST, *extra,
-                                env=module_env(STEPS="60", **(env or {})), **kwargs)
+                                env=module_env(**{"STEPS": "60", **(env or {})}), **kwargs)
 
     def log(self):
         return Log(self.path("log"))
@@ -264,6 +266,30 @@ class InProcess(MultiNodeCase):
         self.assertEqual(len({l.split("checksum")[1] for l in final}), 1, final)
         self.assertTrue(all("step 200" in l and "generation 1" in l for l in final), final)
         self.assertIn("state from rank 0", out)
+
+    def test_node_0_shows_each_recovery_in_its_metrics_and_page(self):
+        metrics = free_port()
+        nodes = self.start([1, 1], "--max-restarts", "1", "--metrics-address", f"127.0.0.1:{metrics}",
+                           env={"STEPS": "400", "STEP_SECONDS": "0.02"})
+        self.steps_done(6)
+        os.kill(self.log().pids(0, 1).pop(), signal.SIGKILL)
+
+        def job():
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/job.json", timeout=10) as r:
+                return json.loads(r.read())
+        self.assertTrue(wait_for(lambda: any(r["complete"] for r in job()["recoveries"]), timeout=60), job())
+        [record] = job()["recoveries"]
+        self.assertEqual((record["generation"], record["in_place"], record["lost"], record["joined"], record["source"]),
+                         (1, True, [1], [1], 0), record)
+        self.assertEqual(sorted(record["phases_s"]), ["agreed", "first_step", "group_up", "notified", "ready"])
+        self.assertIn("generation 1 recovered in place in ", record["text"])
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        self.assertIn('distrun_recoveries_total{mode="in-process"} 1\n', text)
+        self.assertIn('distrun_last_recovery_seconds{phase="first_step"} ', text)
+        results = self.finish(nodes, timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        self.assertIn("generation 1 recovered in place in ", results[0][2])
 
     def test_the_same_script_runs_under_restart(self):
         nodes = self.start_nodes([1, 1], "exec " + " ".join(python_command()) + " " + WORKER,

@@ -16,6 +16,7 @@ import time
 import torch
 import torch.distributed as dist
 
+import distrun
 import distrun.torch as dt
 
 STEPS = int(os.environ.get("STEPS", "40"))
@@ -65,6 +66,7 @@ while step < STEPS:
         dist.all_reduce(update)
         state += update / world.world_size
         step += 1
+        distrun.progress(step)  # the hang watch's, and a recovery's first step
         log(world, step, state)
         time.sleep(PAUSE)
     except Exception as error:  # a peer was lost mid-step: the step in flight is done again
