@@ -103,6 +103,7 @@ CoordinatorProcess::CoordinatorProcess(const CoordinatorOptions& options) {
                                    std::to_string(options.torch_store_threads)};
   if (options.metrics_port >= 0)
     argv.insert(argv.end(), {"--metrics-port", std::to_string(options.metrics_port)});
+  if (options.in_place) argv.insert(argv.end(), {"--in-place", "1"});
   if (!options.resume_file.empty()) {
     argv.insert(argv.end(),
                 {"--resume", options.resume_file, "--host-agent", std::to_string(options.host_agent)});
@@ -162,6 +163,7 @@ int CoordinatorMain(const Flags& flags) {
   if (const int min_nodes = static_cast<int>(flags.Int("min-nodes", 0)); min_nodes > 0) {
     sc.elastic = ElasticRange{min_nodes, sc.num_nodes, ElasticPolicy::kResize};
   }
+  sc.recovery_in_place = flags.Int("in-place", 0) != 0;
   if (const std::string file = flags.Get("resume", ""); !file.empty()) {
     // A standby's service: the job as its copy holds it; it elects itself as the agents turn to it.
     std::ifstream in(file, std::ios::binary);

@@ -27,6 +27,7 @@ struct CoordinatorOptions {
   std::string resume_file;
   int host_agent = 1;
   int metrics_port = -1;  // >= 0: node 0's ObserveServer (--metrics-address) on 127.0.0.1 at this port
+  bool in_place = false;  // --recovery in-process: every epoch's assignments carry the world's change
 };
 
 // malloc's view of the coordinator's heap (mallinfo2), bytes.

@@ -10,7 +10,7 @@
 //   distrun-bench failure [--distrun PATH] [--runs|--trials N] [--nproc|--workers N]
 //                         [--srun-nodes N [--lab DIR]]
 //   distrun-bench srun [--distrun PATH] [--nodes N] [--runs N] [--lab DIR]      (on the Slurm lab)
-//   distrun-bench elastic [--agents N[,N...]] [--trials K] [--threads T] [--heartbeat-timeout-ms MS]
+//   distrun-bench elastic [--agents N[,N...]] [--trials K] [--threads T] [--heartbeat-timeout-ms MS] [--in-place 1]
 //   distrun-bench stack-merge [--stacks N[,N...]] [--frames F] [--threads T]
 //   distrun-bench torch-store [--ranks N[,N...]] [--ranks-per-connection K] [--threads T]
 //                             [--torch-timeout-s S] [--torch-max-ranks N] [--servers torch,distrun] [--pin

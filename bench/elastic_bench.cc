@@ -27,8 +27,9 @@ struct Trial {
 };
 
 // One coordinator and `agents` simulated agents; `trials` losses in a row. Empty on failure.
-std::vector<Trial> RunAgents(int agents, int trials, int threads, int heartbeat_timeout_ms) {
+std::vector<Trial> RunAgents(int agents, int trials, int threads, int heartbeat_timeout_ms, bool in_place) {
   CoordinatorOptions co;
+  co.in_place = in_place;
   co.nodes = agents;
   co.min_nodes = std::max(1, agents - trials);
   co.heartbeat_timeout_ms = heartbeat_timeout_ms;
@@ -40,6 +41,7 @@ std::vector<Trial> RunAgents(int agents, int trials, int threads, int heartbeat_
   o.agents = agents;
   o.threads = threads;
   o.rejoin = true;
+  o.in_place = in_place;
   // Heartbeats at the pace distrun's agents keep for a job of this size (runtime/agent/agent.h).
   o.heartbeat_ms =
       static_cast<int>(HeartbeatInterval(std::chrono::milliseconds(heartbeat_timeout_ms), agents).count());
@@ -78,6 +80,9 @@ int ElasticBench(const Flags& flags) {
   const int trials = static_cast<int>(flags.Int("trials", 5));
   const int threads = static_cast<int>(flags.Int("threads", 2));
   const int heartbeat_timeout_ms = static_cast<int>(flags.Int("heartbeat-timeout-ms", 10'000));
+  // --in-place 1: the coordinator and the agents recover in place (--recovery in-process): the same epoch
+  // change, whose assignments also carry the world's change (runtime/recovery/world_change.h).
+  const bool in_place = flags.Int("in-place", 0) != 0;
   if (trials < 1 || threads < 1 || heartbeat_timeout_ms < 1) {
     throw std::invalid_argument("--trials, --threads and --heartbeat-timeout-ms must be positive");
   }
@@ -86,13 +91,15 @@ int ElasticBench(const Flags& flags) {
   for (std::string item; std::getline(list, item, ',');) counts.push_back(std::stoi(item));
   const int most = *std::max_element(counts.begin(), counts.end());
   RaiseFdLimit(static_cast<uint64_t>(most) * 2 + 4096);
-  std::printf("node loss -> every survivor holds the next epoch's assignment (agent channel, loopback)\n");
-  std::string json = "{\"benchmark\": \"elastic\", \"runs\": [";
+  std::printf("node loss -> every survivor holds the next epoch's assignment (agent channel, loopback)%s\n",
+              in_place ? ", recovering in place" : "");
+  std::string json = std::string("{\"benchmark\": \"elastic\", \"in_place\": ") + (in_place ? "true" : "false") +
+                     ", \"runs\": [";
   int rc = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
     const int n = counts[i];
     if (n <= trials) throw std::invalid_argument("--agents must be above --trials");
-    std::vector<Trial> runs = RunAgents(n, trials, threads, heartbeat_timeout_ms);
+    std::vector<Trial> runs = RunAgents(n, trials, threads, heartbeat_timeout_ms, in_place);
     if (runs.empty()) {
       rc = 1;
       continue;

@@ -74,6 +74,7 @@ class FramedAgents::Loop final : public SimLoopShell<FramedAgents::Loop, Connect
     for (int d = 0; d < 8; ++d) join_.add_device_tokens(std::to_string(d));
     join_.set_run_id("bench");
     join_.set_proposed_master_port(29500);
+    join_.set_recovers_in_place(shared_.options.in_place);
     hello_.mutable_hello()->set_token(shared_.options.token);
     StartThread();
   }

@@ -68,6 +68,7 @@ struct SimAgentsOptions {
   // distrun-bench scrape: every heartbeat carries the node's progress of this many ranks (steps and two
   // sections' medians), as a node's distrun sends it; 0: none.
   int progress_ranks = 0;
+  bool in_place = false;  // --recovery in-process: the joins say so (the survivors' workers kept state)
 };
 
 // Each heartbeat interval is cut into this many slots so that heartbeats spread as in real life.
