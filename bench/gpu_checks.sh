@@ -6,7 +6,8 @@
 #
 #   bench/gpu_checks.sh [BUILD_DIR (build/release)] [OUT_DIR (gpu-results)] [PYTHON (python3)]
 #
-# GPU_CHECKS=NAME,NAME... runs only those steps (each device lease is short). The torch-store-* steps:
+# GPU_CHECKS=NAME,NAME... runs only those steps (each device lease is short). inprocess-nccl: recovering in
+# place with NCCL (bench/gpu_inprocess_nccl.py). The torch-store-* steps:
 # PyTorch 2.x on distrun's store (NCCL, the Flight Recorder's buffer, and the TorchStore integration tests
 # with that torch's gloo), and `distrun-bench torch-store` against that release's own servers on this
 # machine's cores.
@@ -211,6 +212,10 @@ store_bench_netns() { unshare -n bash -c store_bench_in_netns; }
 export build
 export -f store_bench_in_netns store_bench_netns
 STEP_TIMEOUT=300 step torch-store-bench-netns store_bench_netns
+
+# Recovering in place with NCCL: two ranks and a warm spare on GPU 0 (distinct NCCL_HOSTID), one node SIGKILLed
+# mid-all-reduce: the survivor's communicator aborted, the group formed again with the spare, the state equal.
+step inprocess-nccl "$python" bench/gpu_inprocess_nccl.py "$distrun"
 
 # Launches that end must end every time: 20 more of each kind, each within 60 s.
 repeat() {

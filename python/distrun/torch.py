@@ -350,6 +350,48 @@ def _form(channel, world, env, prefix):
     channel.send("up", generation=world.generation)
 
 
+def _tear_down(channel):
+    """Aborts and destroys the default group, if any; this process then holds no group."""
+    import torch.distributed as dist
+    group = _current_group()
+    if group is not None:
+        _abort(group)
+        try:
+            dist.destroy_process_group()
+        except Exception:
+            pass
+    with channel._cv:
+        channel.group_sockets = {}
+        channel.group_before = {}
+
+
+def _take_world(channel):
+    """Forms the group of the newest world distrun handed out. A change announced while it forms (a peer of
+    that world lost meanwhile) fails the forming: the group is torn down, distrun told this process is
+    ready, and the next world is formed instead. Returns the World formed."""
+    while True:
+        world, env, prefix = channel.world
+        try:
+            _form(channel, world, env, prefix)
+            return world
+        except Exception:
+            with channel._cv:
+                newer = channel.changed > world.generation
+            if not newer:
+                raise
+        _tear_down(channel)
+        with channel._cv:
+            channel.held = -1
+            channel.waiting = True
+            generation = channel.changed
+        channel.send("ready", generation=generation)
+        try:
+            channel.wait(lambda: channel.world is not None and channel.world[0].generation >= channel.changed)
+        finally:
+            with channel._cv:
+                channel.waiting = False
+
+
 def init_process_group(backend=None, **kwargs):
     """torch.distributed.init_process_group for this generation's world; returns its World.
 
@@ -372,10 +414,8 @@ def init_process_group(backend=None, **kwargs):
             return _world
         channel = _connect()
         channel.wait(lambda: channel.world is not None)
-        world, env, prefix = channel.world
-        _form(channel, world, env, prefix)
-        _world = world
-        return world
+        _world = _take_world(channel)
+        return _world
 
 
 def world():
@@ -420,18 +460,9 @@ def recover(error=None, timeout=None):
             if error is not None:
                 raise error
             return _world
-        import torch.distributed as dist
-        group = _current_group()
-        if group is not None:
-            _abort(group)
-            try:
-                dist.destroy_process_group()
-            except Exception:
-                pass
+        _tear_down(channel)
         with channel._cv:
             channel.held = -1 if _world is None else _world.generation
-            channel.group_sockets = {}
-            channel.group_before = {}
             channel.waiting = True
             generation = channel.changed
         channel.send("ready", generation=generation)
@@ -440,10 +471,8 @@ def recover(error=None, timeout=None):
         finally:
             with channel._cv:
                 channel.waiting = False
-        world, env, prefix = channel.world
-        _form(channel, world, env, prefix)
-        _world = world
-        return world
+        _world = _take_world(channel)
+        return _world
 
 
 def new_group(*args, **kwargs):

@@ -5,7 +5,8 @@ it to the state, and appends a line to $OUT/log: "gen G step S rank R pid P sum 
 is the same after every step (the sums must agree); after a recovery every rank takes the state and the step
 from world.source, so no step is lost beyond the one in flight.
 
-Variables: STEPS (the last step), STEP_SECONDS (a pause after each step, for the test to act in), and
+Variables: STEPS (the last step), STEP_SECONDS (a pause after each step, for the test to act in), BACKEND
+(gloo, the default, or nccl: the state on this worker's first GPU; bench/gpu_inprocess_nccl.py), and
 faults, each "RANK:STEP" in generation 0: FAIL_AT (exit 3), HANG_AT (never call recover: sleep forever
 after the next failure), FREEZE_AT (SIGSTOP this process)."""
 import os
@@ -20,6 +21,8 @@ import distrun
 import distrun.torch as dt
 
 STEPS = int(os.environ.get("STEPS", "40"))
+BACKEND = os.environ.get("BACKEND", "gloo")
+DEVICE = torch.device("cuda", 0) if BACKEND == "nccl" else torch.device("cpu")
 PAUSE = float(os.environ.get("STEP_SECONDS", "0.05"))
 OUT = os.environ["OUT"]
 
@@ -40,7 +43,7 @@ def log(world, step, state):
 
 def sync(world, state, step):
     """Every rank takes the state and the step from world.source (none: start afresh)."""
-    box = torch.tensor([float(step)])
+    box = torch.tensor([float(step)], device=DEVICE)
     if world.source is None:
         return torch.zeros_like(state), 0
     dist.broadcast(state, src=world.source)
@@ -48,8 +51,10 @@ def sync(world, state, step):
     return state, int(box.item())
 
 
-world = dt.init_process_group("gloo")
-state = torch.zeros(1000)
+if BACKEND == "nccl":
+    torch.cuda.set_device(DEVICE)
+world = dt.init_process_group(BACKEND)
+state = torch.zeros(1000, device=DEVICE)
 step = 0
 if world.new and world.generation > 0:
     state, step = sync(world, state, step)
@@ -62,7 +67,7 @@ while step < STEPS:
             os.kill(os.getpid(), signal.SIGSTOP)
         if at("HANG_AT", world, step):
             hang_after_failure = True
-        update = torch.full((1000,), float(step + 1))
+        update = torch.full((1000,), float(step + 1), device=DEVICE)
         dist.all_reduce(update)
         state += update / world.world_size
         step += 1
