@@ -57,9 +57,13 @@ int main(void) {
   distrun_world_free(&w);
   if (failing) {
     usleep(300000);
+    distrun_recovery_close(r);
     return 3;
   }
-  if (held > 0) return 0;
+  if (held > 0) {
+    distrun_recovery_close(r);
+    return 0;
+  }
   distrun_recovery_up(r, held);
   int next = -1;
   if (distrun_recovery_wait_change(r, held, 30000, &next) != 0) return 5;
