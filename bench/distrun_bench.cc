@@ -91,11 +91,11 @@ int Dispatch(const std::string& which, int argc, char** argv) {
     return distrun::bench::CoordinatorMain(
         Flags(argc, argv, 2,
               {"nodes", "heartbeat-timeout-ms", "min-nodes", "torch-store", "torch-store-threads", "resume",
-               "host-agent", "metrics-port"}));
+               "host-agent", "metrics-port", "in-place"}));
   }
   if (which == "elastic") {
     return distrun::bench::ElasticBench(
-        Flags(argc, argv, 2, {"agents", "trials", "threads", "heartbeat-timeout-ms"}));
+        Flags(argc, argv, 2, {"agents", "trials", "threads", "heartbeat-timeout-ms", "in-place"}));
   }
   if (which == "stack-merge") {
     return distrun::bench::StackMergeBench(Flags(argc, argv, 2, {"stacks", "frames", "threads"}));

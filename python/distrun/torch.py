@@ -28,6 +28,7 @@ import socket
 import struct
 import threading
 import time
+import traceback
 
 from . import AbortedError, DistrunError, FailedPreconditionError, NotInJobError, UnavailableError
 
@@ -441,7 +442,9 @@ def recover(error=None, timeout=None):
     LOCAL_RANK, GROUP_RANK, DISTRUN_EPOCH, ...) and initialises the group again under a fresh store
     namespace. Re-wrap DDP on the new group and take the state from `world.source` before the next step.
 
-    Under --recovery restart, re-raises `error`: distrun stops and starts the workers."""
+    The failed step's finished frames (those in `error`'s traceback) lose their local variables, so that the
+    lost group's objects are freed at once. Under --recovery restart, re-raises `error`: distrun stops and
+    starts the workers."""
     global _world
     if _mode() != "in-process":
         if error is not None:
@@ -460,6 +463,11 @@ def recover(error=None, timeout=None):
             if error is not None:
                 raise error
             return _world
+        if error is not None and error.__traceback__ is not None:
+            # The failed step's finished frames hold the lost group (torch's collective holds its work and
+            # group): freed now, the group's store client closes its connections, which torch 1.13's would
+            # otherwise poll at a core's full speed once the server closed them (node 0 lost).
+            traceback.clear_frames(error.__traceback__)
         _tear_down(channel)
         with channel._cv:
             channel.held = -1 if _world is None else _world.generation

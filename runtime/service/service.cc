@@ -170,14 +170,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
       fail(StatusCode::kInvalidArgument,
            who + " belongs to run '" + join.run_id + "', but this job is run '" + config_.run_id + "'");
     } else if (join.recovers_in_place != config_.recovery_in_place) {
-      fail(StatusCode::kInvalidArgument,
-           who + " recovers " +
-               (join.recovers_in_place ? "in place (--recovery in-process)"
-                                       : "by restarting (--recovery restart)") +
-               ", but the job recovers " +
-               (config_.recovery_in_place ? "in place (--recovery in-process)"
-                                          : "by restarting (--recovery restart)") +
-               "; every distrun of a job must use the same --recovery");
+      fail(StatusCode::kInvalidArgument, RecoveryMismatch(who, join.recovers_in_place));
     } else if (Fenced(join.node_rank)) {
       fail(StatusCode::kAborted, FencedEvent(join.node_rank).root_cause.description);
     } else if (!join.leaving.empty()) {
@@ -293,23 +286,7 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     offset += nodes_[static_cast<size_t>(agent)].join->local_workers;
     assignments_.push_back(a);
   }
-  if (config_.recovery_in_place) {
-    // The first world has no change (every process is new, none kept state: source -1), as a single-host
-    // job's link answers its first rendezvous without the service (launcher/job/lazy_link.h).
-    const bool first_world = world_ranks_.empty();
-    std::vector<NextAgent> next;
-    std::map<int, AgentRanks> ranks;
-    for (int seat = 0; seat < world; ++seat) {
-      const int agent = membership_.agent_in_seat(seat);
-      const NodeJoin& j = *nodes_[static_cast<size_t>(agent)].join;
-      AgentRanks r{assignments_[static_cast<size_t>(seat)].rank_offset, j.local_workers};
-      ranks[agent] = r;
-      next.push_back({agent, r, j.fresh_local});
-    }
-    const WorldChange change = first_world ? WorldChange{} : ComputeWorldChange(world_ranks_, next);
-    for (NodeAssignment& a : assignments_) a.change = change;
-    world_ranks_ = std::move(ranks);
-  }
+  if (config_.recovery_in_place) ChangeWorld();
   RecoveryAgreed(assignments_.empty() ? WorldChange{} : assignments_.front().change);
   state_ = JobState::kRunning;
   EpochBegan();
@@ -326,19 +303,6 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
         [done = std::move(n.join_done), a = AssignmentOf(agent)] { done(Status::Ok(), a); });
     n.join_done = nullptr;
   }
-}
-
-NodeAssignment CoordinationService::AssignmentOf(int agent) const {
-  // Every epoch has a seat (min_nodes >= 1), so the first seat's assignment carries the epoch's common part.
-  std::optional<int> seat = membership_.seat(agent);
-  NodeAssignment a = assignments_[static_cast<size_t>(seat.value_or(0))];
-  if (!seat) {
-    a.rank_offset = 0;
-    a.node_rank = -1;
-    a.spare = true;
-  }
-  a.agent = agent;
-  return a;
 }
 
 void CoordinationService::CompleteIfAllJoined(Completions& completions) {

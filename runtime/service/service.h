@@ -202,6 +202,7 @@ class CoordinationService {
   void Shutdown();
 
   JobState State() const;
+  bool RecoversInPlace() const { return config_.recovery_in_place; }
   int CurrentRound() const;
   std::optional<int> ExitCode() const;  // set once the job ended (0 when every node succeeded)
   std::optional<FailedWorker> RootCause() const;
@@ -345,6 +346,11 @@ class CoordinationService {
   // service_recoveries.cc: each recovery's record (runtime/recovery/recovery_ledger.h) from its decision
   // to every worker's first step, and node 0's line when it completes.
   void RecoveryBegan(const JobEvent& restart);
+  // Why `who`, which recovers in place or not, cannot join this job (which does the other).
+  std::string RecoveryMismatch(const std::string& who, bool in_place) const;
+  // --recovery in-process, as a rendezvous completes: the world's change from the last world, into every
+  // assignment of this epoch's.
+  void ChangeWorld();
   void RecoveryAgreed(const WorldChange& change);
   void RecoveryReported(int node, const NodeRecovery& report);
   void ExpireRecoveries(Clock::time_point now);

@@ -67,6 +67,19 @@ void CoordinationService::LoseNode(int node_rank, const std::string& why, Comple
   }
 }
 
+NodeAssignment CoordinationService::AssignmentOf(int agent) const {
+  // Every epoch has a seat (min_nodes >= 1), so the first seat's assignment carries the epoch's common part.
+  std::optional<int> seat = membership_.seat(agent);
+  NodeAssignment a = assignments_[static_cast<size_t>(seat.value_or(0))];
+  if (!seat) {
+    a.rank_offset = 0;
+    a.node_rank = -1;
+    a.spare = true;
+  }
+  a.agent = agent;
+  return a;
+}
+
 std::vector<int> CoordinationService::RecordLoss(int agent, Membership::Loss* loss) {
   const size_t lost_before = membership_.lost_agents().size();
   *loss = membership_.Lose(agent);

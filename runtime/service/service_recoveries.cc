@@ -16,6 +16,30 @@ constexpr std::chrono::milliseconds kRecoveryReportWait{60'000};
 
 }  // namespace
 
+std::string CoordinationService::RecoveryMismatch(const std::string& who, bool in_place) const {
+  auto how = [](bool p) { return p ? "in place (--recovery in-process)" : "by restarting (--recovery restart)"; };
+  return who + " recovers " + how(in_place) + ", but the job recovers " + how(config_.recovery_in_place) +
+         "; every distrun of a job must use the same --recovery";
+}
+
+void CoordinationService::ChangeWorld() {
+  // The first world has no change (every process is new, none kept state: source -1), as a single-host
+  // job's link answers its first rendezvous without the service (launcher/job/lazy_link.h).
+  const bool first_world = world_ranks_.empty();
+  std::vector<NextAgent> next;
+  std::map<int, AgentRanks> ranks;
+  for (int seat = 0; seat < membership_.world_agents(); ++seat) {
+    const int agent = membership_.agent_in_seat(seat);
+    const NodeJoin& j = *nodes_[static_cast<size_t>(agent)].join;
+    AgentRanks r{assignments_[static_cast<size_t>(seat)].rank_offset, j.local_workers};
+    ranks[agent] = r;
+    next.push_back({agent, r, j.fresh_local});
+  }
+  const WorldChange change = first_world ? WorldChange{} : ComputeWorldChange(world_ranks_, next);
+  for (NodeAssignment& a : assignments_) a.change = change;
+  world_ranks_ = std::move(ranks);
+}
+
 void CoordinationService::RecoveryBegan(const JobEvent& restart) {
   std::string cause = restart.notice.empty() ? DescribeFailure(restart.root_cause) : restart.notice;
   ledger_.Began(round_, config_.recovery_in_place, std::move(cause), Now());

@@ -318,7 +318,7 @@ void TorchStoreLoops::SyncEpoch() {
     epoch_ = round;
     for (uint64_t id : port_.StartEpoch(round)) {
       auto it = open_.find(id);
-      if (it == open_.end()) continue;
+      if (it == open_.end() || config_.keep_retired_open) continue;  // refused at its next request
       retired.push_back(it->second);
       open_.erase(it);
       port_.Close(id);
@@ -327,6 +327,10 @@ void TorchStoreLoops::SyncEpoch() {
   if (!retired.empty()) {
     log_->debug("epoch {}: a fresh torch store; closing {} TCPStore connection(s) of earlier epochs", round,
                 retired.size());
+  } else if (config_.keep_retired_open) {
+    log_->debug(
+        "epoch {}: a fresh torch store; earlier epochs' connections are refused at their next request",
+        round);
   }
   for (const ConnPtr& conn : retired) conn->loop->Retire(conn);
 }

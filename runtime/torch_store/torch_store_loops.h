@@ -38,6 +38,12 @@ struct TorchStoreLoopsConfig {
   // The job's epoch (CoordinationService::CurrentRound), read before each connection's requests and every
   // 100 ms; a newer one empties the store and closes the earlier epochs' connections. Null: always 0.
   std::function<int()> current_round;
+  // Recovering in place (--recovery in-process): an earlier epoch's connections are not closed when the
+  // next begins, but left idle until their client closes them, or refused (and closed) at their next
+  // request. The survivors' processes keep their destroyed group's store objects until Python frees them,
+  // and torch 1.13's client spins on a connection its server closed (its callback thread polls the EOF at
+  // 100 % of a core).
+  bool keep_retired_open = false;
   // A connection closed for an error gets this long to read the replies that came before.
   std::chrono::milliseconds close_timeout{10'000};
   std::shared_ptr<spdlog::logger> log;

@@ -86,6 +86,7 @@ class AgentChannelServer::Loop {
                          : DefaultTorchStoreThreads(std::thread::hardware_concurrency()),
           .max_store_bytes = config_.torch_store_max_bytes,
           .current_round = [this] { return service_.CurrentRound(); },
+          .keep_retired_open = service_.RecoversInPlace(),
           .close_timeout = config_.hello_timeout,
           .log = log_});
     }
