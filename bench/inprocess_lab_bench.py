@@ -46,7 +46,8 @@ import distrun
 import distrun.torch as dt
 
 out = sys.argv[1]
-open(os.path.join(out, f"warm-{os.getpid()}"), "w").close()  # imports done (a spare's worker waits below)
+with open(os.path.join(out, f"warm-{os.getpid()}"), "w") as f:  # imports done (a spare's worker waits below)
+    f.write(f"{time.time():.6f}")
 world = dt.init_process_group("gloo")
 state = torch.zeros(1000)
 step = 0
@@ -62,11 +63,16 @@ def sync(world, state, step):
 if world.new and world.generation > 0:
     state, step = sync(world, state, step)
 log = open(os.path.join(out, f"steps-{os.getpid()}"), "a", buffering=1)
-while not os.path.exists(os.path.join(out, "stop")):
+stop = os.path.join(out, "stop")
+while True:
     try:
-        update = torch.full((1000,), float(step + 1))
+        # The last element says whether any rank saw the stop file: every rank stops at the same step.
+        update = torch.full((1001,), float(step + 1))
+        update[1000] = 1.0 if os.path.exists(stop) else 0.0
         dist.all_reduce(update)
-        state += update / world.world_size
+        if update[1000].item() > 0:
+            break
+        state += update[:1000] / world.world_size
         step += 1
         distrun.progress(step)
         log.write(f"{time.time():.6f} {world.generation} {world.rank} {step}\n")
@@ -143,6 +149,17 @@ class Job:
 
     def warm(self):
         return len([n for n in os.listdir(self.dir) if n.startswith("warm-")])
+
+    def warm_times(self):
+        """{pid: when its imports were done} of every worker so far."""
+        out = {}
+        for n in os.listdir(self.dir):
+            if n.startswith("warm-"):
+                with open(os.path.join(self.dir, n)) as f:
+                    text = f.read().strip()
+                if text:
+                    out[int(n[5:])] = float(text)
+        return out
 
     def steps(self):
         """(time, generation, rank, step) of every step logged so far."""
@@ -226,6 +243,7 @@ def trial(args, lab, scenario, in_place):
                         timeout=180):
             raise RuntimeError(f"the job did not step: {job.node0_lines()[-2000:]}")
         frozen = []
+        warm_before = set(job.warm_times())
         fault = time.time()
         if scenario == "node":
             [victim] = job.distrun_on("node2")
@@ -254,6 +272,11 @@ def trial(args, lab, scenario, in_place):
         if in_place:
             job.wait(lambda: phases_of(job.node0_lines(), 1), timeout=10)
             phases = phases_of(job.node0_lines(), 1)
+        if scenario == "worker" and in_place:
+            # The replacement's own start: from the fault (its spawn follows within a few ms) to its imports.
+            started = [t for pid, t in job.warm_times().items() if pid not in warm_before]
+            if started:
+                phases["replacement started"] = round(min(started) - fault, 4)
         return done - fault, phases
     finally:
         job.end()
@@ -328,6 +351,9 @@ def main():
             if phases:
                 row["phase_medians_s"] = {name: round(statistics.median(p[name] for p in phases if name in p), 4)
                                           for name in PHASES if any(name in p for p in phases)}
+                beyond = [t - p["replacement started"] for t, p in zip(times, phases) if "replacement started" in p]
+                if beyond:
+                    row["beyond_replacement_start_p50_p99_s"] = [round(x, 4) for x in summary(beyond)[:2]]
                 row["fault_to_decided_median_s"] = round(
                     statistics.median(t - p.get("first step", t) for t, p in zip(times, phases)), 4)
             results[f"{scenario}-{'in-process' if in_place else 'restart'}"] = row

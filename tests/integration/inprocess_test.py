@@ -11,6 +11,7 @@ import unittest
 
 import subprocess
 import threading
+import time
 import urllib.request
 
 from launch_helpers import PYTHON, wait_for
@@ -294,6 +295,34 @@ class InProcess(MultiNodeCase):
         results = self.finish(nodes, timeout=120)
         self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
         self.assertIn("generation 1 recovered in place in ", results[0][2])
+
+    def test_a_node_that_arrives_replaces_the_spare_used_up(self):
+        # Node 1 lost: the spare (node 2) takes its seat. A node that arrives (--join) is the next spare, its
+        # worker waiting warm; node 2 lost in turn: the arrival's worker takes the seat, rank 0 still its first
+        # process.
+        run = ["--nnodes", "2:3", "--elastic-policy", "spares", "--run-id", "inplace-arrival"]
+        token = {"DISTRUN_TOKEN": "inplace-arrival-token"}
+        nodes = self.start([1, 1, 1], *run, env={"STEPS": "600", "STEP_SECONDS": "0.02", **token})
+        self.steps_done(6)
+        first = self.log().pids(0, 0)
+        nodes[1].kill()
+        self.assertTrue(wait_for(lambda: max(r["gen"] for r in self.log().rows) == 1, timeout=60))
+        script = " ".join(python_command()) + " " + WORKER
+        late = self.popen(["--join", f"127.0.0.1:{self.port}", *run, "--nproc-per-node", "1", *FAST, "--",
+                           "sh", "-c", f"exec {script}"],
+                          env=self.env(**module_env(OUT=self.dir, STEPS="600", STEP_SECONDS="0.02", **token)))
+        # Its worker is warm (connected, waiting) once its distrun logs it is a spare of the running generation.
+        time.sleep(4)
+        nodes[2].kill()
+        self.assertTrue(wait_for(lambda: max(r["gen"] for r in self.log().rows) == 2, timeout=60), self.log().rows[-3:])
+        results = self.finish([nodes[0], late], timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual(log.pids(2, 0), first)
+        arrived = [r for r in log.rows if r["gen"] == 2 and r["rank"] == 1]
+        self.assertTrue(arrived and arrived[0]["new"] == 1)
+        self.assertIn("admitted as node 3", results[1][2])
 
     def test_the_same_script_runs_under_restart(self):
         nodes = self.start_nodes([1, 1], "exec " + " ".join(python_command()) + " " + WORKER,
