@@ -141,8 +141,14 @@ def _shut_down(sockets):
 
 
 def _abort(group):
-    """Aborts the group's communicators where the backend can (NCCL); Gloo cannot (pytorch#130345)."""
+    """Aborts the group's communicators where the backend can (NCCL); Gloo cannot (pytorch#130345), and its
+    group is released by shutting its sockets down instead."""
     import torch.distributed as dist
+    try:
+        if "nccl" not in str(dist.get_backend(group)).lower():
+            return
+    except Exception:
+        return
     c10d = dist.distributed_c10d
     abort_group = getattr(c10d, "_abort_process_group", None)
     if abort_group is not None:
