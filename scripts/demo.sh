@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# From a fresh machine: install dependencies, build, and run distrun's main job on its embedded default:
-# what distrun detects here, then a real 4-worker PyTorch (gloo) all-reduce launched by distrun.
+# From a fresh machine: install what the build and the main job need (not the test labs, Chromium,
+# Prometheus or the wheel's Debian 11 parts: scripts/test.sh installs those), build, and run distrun's main
+# job on its embedded default: what distrun detects here, then a real 4-worker PyTorch (gloo) all-reduce
+# launched by distrun.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --demo
 scripts/build.sh release
 echo "== distrun --detect (what distrun infers on this machine) =="
 build/release/distrun --detect

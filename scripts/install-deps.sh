@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # Installs every Debian package distrun needs to build, test and fuzz. Idempotent; run as root.
+#   scripts/install-deps.sh           everything: the build, the tests' labs, the wheel's Debian 11 parts
+#   scripts/install-deps.sh --demo    what the build and scripts/demo.sh's main job need, nothing more
 set -euo pipefail
+demo=
+if [[ ${1:-} == --demo ]]; then
+  demo=yes
+elif [[ $# -gt 0 ]]; then
+  echo "install-deps: unknown argument '$1'; use --demo or nothing" >&2
+  exit 2
+fi
 
 build_pkgs=(build-essential cmake ninja-build pkg-config
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
@@ -12,8 +21,13 @@ test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   openssh-client openssh-server pdsh
   prometheus chromium)
 
+# The main job (scripts/demo.sh): PyTorch's workers.
+demo_pkgs=(python3 python3-torch)
+wanted=("${build_pkgs[@]}" "${test_pkgs[@]}")
+[[ -n $demo ]] && wanted=("${build_pkgs[@]}" "${demo_pkgs[@]}")
+
 missing=()
-for p in "${build_pkgs[@]}" "${test_pkgs[@]}"; do
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -58,6 +72,8 @@ if ((${#missing[@]})); then
   fi
 fi
 echo "install-deps: all packages present"
+# The demo builds and runs distrun; the wheel's parts below are for the wheel and its tests.
+[[ -n $demo ]] && exit 0
 
 # The Python wheel's client library (cmake/client_library.cmake) links Debian's static gRPC, protobuf and
 # abseil into a shared library; a few of their archives' objects are built for executables only, so the
