@@ -7,13 +7,13 @@ import collections
 import json
 import os
 import signal
-import unittest
-
 import subprocess
 import threading
 import time
+import unittest
 import urllib.request
 
+import cdp
 from launch_helpers import PYTHON, wait_for
 from multi_node import MultiNodeCase, free_port
 from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command
@@ -292,6 +292,15 @@ class InProcess(MultiNodeCase):
             text = r.read().decode()
         self.assertIn('distrun_recoveries_total{mode="in-process"} 1\n', text)
         self.assertIn('distrun_last_recovery_seconds{phase="first_step"} ', text)
+        # The page, in headless Chromium: the recovery marked on epoch 1's track and listed with its phases.
+        with cdp.Chromium() as browser:
+            browser.navigate(f"http://127.0.0.1:{metrics}/")
+            browser.wait_for("document.querySelectorAll('#recoveries li[data-generation]').length === 1", timeout=30)
+            item = browser.evaluate("document.querySelector('#recoveries li[data-generation]').textContent")
+            self.assertIn("generation 1 recovered in place in ", item)
+            self.assertIn("first step", item)
+            self.assertEqual(browser.evaluate("document.querySelectorAll('#timeline .mark').length"), 1)
+            self.assertEqual(browser.console_errors(), [])
         results = self.finish(nodes, timeout=120)
         self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
         self.assertIn("generation 1 recovered in place in ", results[0][2])
