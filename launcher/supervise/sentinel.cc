@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,19 +36,34 @@ constexpr char kWatch = 'W';  // + uint32 milliseconds (0: stop watching)
 constexpr char kPulse = 'P';
 constexpr char kScratch = 'D';  // + uint32 size + a directory of distrun's own, removed after a sweep
 
-// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; 0 when unknown.
-unsigned long long StartTime(const std::string& pid) {
+// What the sweep needs of /proc/PID/stat: when the process started, and whether its environment can ever be
+// read (a zombie's and a kernel thread's never can).
+struct ProcStat {
+  unsigned long long start = 0;
+  bool has_environ = false;
+};
+
+ProcStat ReadStat(const std::string& pid) {
   std::string text = ReadProcFile("/proc/" + pid + "/stat");
   size_t close = text.rfind(')');
-  if (close == std::string::npos) return 0;
+  if (close == std::string::npos) return {};
   std::istringstream rest(text.substr(close + 1));
-  std::string field;
-  // After "(comm)", state is field 3; starttime is field 22.
-  for (int i = 3; i < 22; ++i) rest >> field;
-  unsigned long long start = 0;
-  rest >> start;
-  return start;
+  // After "(comm)": state (field 3), ..., flags (field 9), ..., starttime (field 22).
+  std::string state, field;
+  unsigned long long flags = 0;
+  rest >> state;
+  for (int i = 4; i < 9; ++i) rest >> field;
+  rest >> flags;
+  for (int i = 10; i < 22; ++i) rest >> field;
+  ProcStat s;
+  rest >> s.start;
+  constexpr unsigned long long kPfKthread = 0x00200000;
+  s.has_environ = state != "Z" && state != "X" && (flags & kPfKthread) == 0;
+  return s;
 }
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot; 0 when unknown.
+unsigned long long StartTime(const std::string& pid) { return ReadStat(pid).start; }
 
 // distrun's messages, read through a buffer: one read takes what distrun sent at once (a launch's 64
 // fingerprints were 192 reads, on the CPU beside the one starting the workers).
@@ -100,16 +116,31 @@ bool SendAll(int fd, const std::string& data) {
 }
 
 // Kills, round after round, every process started since `since` whose environment matches a
-// fingerprint, until a round finds none (killed processes may have forked in between).
+// fingerprint, until a round finds none (killed processes may have forked in between). A process inside
+// execve has no environment to read for a moment (the kernel is replacing its memory): a round that met
+// one whose environment should be readable goes again, or that process would run on, a worker that
+// escaped. Each round is a few milliseconds of reading /proc; 200 rounds are 4 s at most (a process of the
+// user's started during the job with an empty environment, `env -i`, costs a sweep its 200 short rounds).
 void Sweep(const std::vector<std::vector<std::string>>& fingerprints, unsigned long long since) {
   const pid_t self = ::getpid();
   for (int round = 0; round < 200; ++round) {
     int killed = 0;
+    int unread = 0;
     ForEachProcess([&](pid_t pid) {
       if (pid == self) return;
       const std::string id = std::to_string(pid);
-      if (StartTime(id) < since) return;
+      const ProcStat stat = ReadStat(id);
+      if (stat.start < since) return;
       std::string environ_block = ReadProcFile("/proc/" + id + "/environ");
+      if (environ_block.empty()) {
+        // Gone meanwhile (its stat unreadable now), another user's (never a worker), or unreadable for the
+        // moment: look again next round.
+        struct stat owner {};
+        if (stat.has_environ && ::stat(("/proc/" + id).c_str(), &owner) == 0 && owner.st_uid == ::geteuid() &&
+            ReadStat(id).start == stat.start)
+          ++unread;
+        return;
+      }
       for (const auto& fingerprint : fingerprints) {
         if (EnvironHasAll(environ_block, fingerprint)) {
           ::kill(pid, SIGKILL);
@@ -118,8 +149,8 @@ void Sweep(const std::vector<std::vector<std::string>>& fingerprints, unsigned l
         }
       }
     });
-    if (killed == 0) return;
-    ::usleep(20000);
+    if (killed == 0 && unread == 0) return;
+    ::usleep(killed > 0 ? 20000 : 2000);
   }
 }
 
