@@ -1,6 +1,17 @@
 #include "runtime/transport/proto_convert.h"
 
 namespace distrun {
+namespace {
+
+// A status code off the wire, any int32: grpc::StatusCode holds only gRPC's own codes (casting any other
+// to it is undefined), and one this side does not know is UNKNOWN, which FromGrpc reads as transport
+// trouble.
+grpc::Status WireStatus(int32_t code, const std::string& message) {
+  const bool known = code >= grpc::StatusCode::OK && code <= grpc::StatusCode::UNAUTHENTICATED;
+  return {known ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN, message};
+}
+
+}  // namespace
 
 grpc::Status ToGrpc(const Status& status) {
   switch (status.code) {
@@ -68,9 +79,7 @@ void ToProto(const Status& in, v1::CallStatus* out) {
   out->set_message(status.error_message());
 }
 
-Status FromProto(const v1::CallStatus& in) {
-  return FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(in.code()), in.message()));
-}
+Status FromProto(const v1::CallStatus& in) { return FromGrpc(WireStatus(in.code(), in.message())); }
 
 void ToProto(const NodeJoin& in, v1::JoinRequest* out) {
   out->set_node_rank(in.node_rank);
@@ -238,8 +247,7 @@ JobEvent FromProto(const v1::JobEvent& in) {
       break;
     case v1::JobEvent::kJoined:
       e.kind = JobEvent::Kind::kJoined;
-      e.join_status =
-          FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(in.joined().code()), in.joined().message()));
+      e.join_status = FromGrpc(WireStatus(in.joined().code(), in.joined().message()));
       if (e.join_status.ok()) e.assignment = FromProto(in.joined().assignment());
       break;
     case v1::JobEvent::kNotice:

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace distrun {
@@ -82,6 +83,23 @@ TEST(ProtoConvert, AStandbyUpdateAndAReplicatingJoinComeBackWhole) {
   ToProto(j, &join);
   EXPECT_TRUE(FromProto(join).replicates);
   EXPECT_EQ(FromProto(join).standby_address, "host-b:40123");
+}
+
+// A status code is any int32 on the wire; one gRPC does not have is transport trouble, as an unknown one is
+// (found by tests/fuzz/agent_channel_fuzz.cc: the cast to grpc::StatusCode was undefined).
+TEST(ProtoConvert, AStatusCodeGrpcDoesNotHaveReadsAsUnavailable) {
+  v1::CallStatus status;
+  status.set_code(5);
+  status.set_message("gone");
+  EXPECT_EQ(FromProto(status).code, StatusCode::kNotFound);
+  for (int32_t code : {80, -1, 17, INT32_MAX, INT32_MIN}) {
+    status.set_code(code);
+    EXPECT_EQ(FromProto(status).code, StatusCode::kUnavailable) << code;
+    EXPECT_EQ(FromProto(status).message, "gone");
+    v1::JobEvent event;
+    event.mutable_joined()->set_code(code);
+    EXPECT_EQ(FromProto(event).join_status.code, StatusCode::kUnavailable) << code;
+  }
 }
 
 }  // namespace
