@@ -12,7 +12,8 @@ namespace {
 
 bool IsIpv6Literal(std::string_view s) {
   in6_addr addr{};
-  return inet_pton(AF_INET6, std::string(s).c_str(), &addr) == 1;
+  // inet_pton reads up to a NUL: "fe80::\0anything" must not pass for an address.
+  return s.find('\0') == std::string_view::npos && inet_pton(AF_INET6, std::string(s).c_str(), &addr) == 1;
 }
 
 }  // namespace
@@ -87,21 +88,22 @@ std::vector<std::string> ParseWorkerEndpoints(std::string_view what, std::string
   for (const std::string& field : Split(text, ',')) {
     std::string_view entry = Trim(field);
     if (entry.empty()) throw bad("has an empty entry");
-    if (IsIpv6Literal(entry)) {
-      hosts.emplace_back(entry);
-      continue;
-    }
-    size_t first = entry.find(':');
-    if (first == std::string_view::npos) {
-      hosts.emplace_back(entry);
+    const size_t first = entry.find(':');
+    std::string host(entry);
+    if (IsIpv6Literal(entry) || first == std::string_view::npos) {
+      // an address or a name as it stands
     } else if (entry.front() == '[' || entry.find(':', first + 1) == std::string_view::npos) {
-      hosts.push_back(ParseHostPort(what, entry).host);  // host:port or [v6]:port
+      host = ParseHostPort(what, entry).host;  // host:port or [v6]:port
     } else {
       // "name:uid:ip" from older TPU VMs; the ip may itself be IPv6.
-      std::string_view ip = entry.substr(entry.find(':', first + 1) + 1);
-      if (ip.empty()) throw bad("has an entry without an address after 'name:uid:'");
-      hosts.emplace_back(ip);
+      host = entry.substr(entry.find(':', first + 1) + 1);
+      if (host.empty()) throw bad("has an entry without an address after 'name:uid:'");
     }
+    // A blank ("name:uid: ip", a line break) is in no address, nor a NUL, where the resolver stops reading.
+    if (host.find_first_of(std::string_view(" \t\r\n\0", 5)) != std::string::npos) {
+      throw bad("has an address with a blank or a NUL in it");
+    }
+    hosts.push_back(std::move(host));
   }
   return hosts;
 }

@@ -44,7 +44,7 @@ std::map<std::string, std::string, std::less<>> ParseTpuEnv(std::string_view tex
 
 // The `worker-network-endpoints` attribute: a comma-separated list whose entries are hostnames or IP
 // addresses, or, on older TPU VMs, "name:uid:ip" triples (the ip is taken). Throws UsageError naming
-// `what` on an empty entry.
+// `what` on an empty entry or an address with a blank or a NUL in it.
 std::vector<std::string> ParseWorkerEndpoints(std::string_view what, std::string_view text);
 
 }  // namespace distrun

@@ -94,6 +94,10 @@ TEST(TpuGceMetadata, ParsesWorkerEndpoints) {
   EXPECT_EQ(ParseWorkerEndpoints("w", "10.0.0.1:8470"), (std::vector<std::string>{"10.0.0.1"}));
   EXPECT_THROW(ParseWorkerEndpoints("w", "a,,b"), UsageError);
   EXPECT_THROW(ParseWorkerEndpoints("w", "name:uid:"), UsageError);
+  // No address holds a blank, whichever form names it (found by tests/fuzz/gce_metadata_fuzz.cc).
+  EXPECT_THROW(ParseWorkerEndpoints("w", "name:uid: 10.0.0.2"), UsageError);
+  EXPECT_THROW(ParseWorkerEndpoints("w", "w-0\nw-1"), UsageError);
+  EXPECT_THROW(ParseWorkerEndpoints("w", std::string("fe80::\0\r\nx y", 12)), UsageError);
 }
 
 }  // namespace

@@ -259,6 +259,40 @@ Parse DecodeChunked(std::string_view data, std::string& body) {
 
 }  // namespace
 
+HttpAnswer ParseHttpAnswer(std::string_view received, bool closed, HttpResponse* response) {
+  // Not yet complete: refused once the server closed the connection.
+  const HttpAnswer incomplete = closed ? HttpAnswer::kBad : HttpAnswer::kIncomplete;
+  Head head;
+  const Parse p = ParseHead(received, head);
+  if (p == Parse::kBad) return HttpAnswer::kBad;
+  if (p == Parse::kIncomplete) return incomplete;
+  std::string_view body_bytes = received.substr(head.body_offset);
+  if (body_bytes.size() > kMaxBodyBytes + (head.chunked ? 64 * 1024 : 0)) return HttpAnswer::kBad;
+  if (head.status < 200) return HttpAnswer::kBad;  // we never ask for interim responses
+  response->status = head.status;
+  response->body.clear();
+  if (head.status == 204 || head.status == 304) return HttpAnswer::kComplete;  // no body by definition
+  if (head.chunked) {
+    switch (DecodeChunked(body_bytes, response->body)) {
+      case Parse::kBad:
+        return HttpAnswer::kBad;
+      case Parse::kDone:
+        return HttpAnswer::kComplete;
+      case Parse::kIncomplete:
+        return incomplete;
+    }
+  }
+  if (head.content_length) {
+    if (*head.content_length > kMaxBodyBytes) return HttpAnswer::kBad;
+    if (body_bytes.size() < *head.content_length) return incomplete;  // closed: truncated
+    response->body = std::string(body_bytes.substr(0, *head.content_length));
+    return HttpAnswer::kComplete;
+  }
+  if (!closed) return HttpAnswer::kIncomplete;
+  response->body = std::string(body_bytes);  // the body ends where the connection does
+  return HttpAnswer::kComplete;
+}
+
 std::optional<HttpResponse> HttpGetBlocking(const HttpRequest& request) {
   const Clock::time_point deadline = Clock::now() + request.timeout;
   std::optional<std::string> wire = FormatRequest(request);
@@ -268,54 +302,23 @@ std::optional<HttpResponse> HttpGetBlocking(const HttpRequest& request) {
   if (!fd.valid() || !SendAll(fd.get(), *wire, deadline)) return std::nullopt;
 
   std::string data;
-  Head head;
-  bool have_head = false;
   char buffer[16384];
   while (true) {
-    bool closed = false;
     if (!WaitFor(fd.get(), POLLIN, deadline)) return std::nullopt;
     ssize_t n = ::recv(fd.get(), buffer, sizeof(buffer), 0);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       return std::nullopt;
     }
-    if (n == 0) {
-      closed = true;
-    } else {
-      data.append(buffer, static_cast<size_t>(n));
-    }
-
-    if (!have_head) {
-      Parse p = ParseHead(data, head);
-      if (p == Parse::kBad) return std::nullopt;
-      if (p == Parse::kIncomplete) {
-        if (closed) return std::nullopt;
-        continue;
-      }
-      have_head = true;
-    }
-
-    std::string_view body_bytes = std::string_view(data).substr(head.body_offset);
-    if (body_bytes.size() > kMaxBodyBytes + (head.chunked ? 64 * 1024 : 0)) return std::nullopt;
+    data.append(buffer, static_cast<size_t>(n));
     HttpResponse response;
-    response.status = head.status;
-    if (head.status < 200) return std::nullopt;                     // we never ask for interim responses
-    if (head.status == 204 || head.status == 304) return response;  // no body by definition
-    if (head.chunked) {
-      Parse p = DecodeChunked(body_bytes, response.body);
-      if (p == Parse::kBad) return std::nullopt;
-      if (p == Parse::kDone) return response;
-      if (closed) return std::nullopt;
-    } else if (head.content_length) {
-      if (*head.content_length > kMaxBodyBytes) return std::nullopt;
-      if (body_bytes.size() >= *head.content_length) {
-        response.body = std::string(body_bytes.substr(0, *head.content_length));
+    switch (ParseHttpAnswer(data, /*closed=*/n == 0, &response)) {
+      case HttpAnswer::kComplete:
         return response;
-      }
-      if (closed) return std::nullopt;  // truncated
-    } else if (closed) {
-      response.body = std::string(body_bytes);  // the body ends where the connection does
-      return response;
+      case HttpAnswer::kBad:
+        return std::nullopt;
+      case HttpAnswer::kIncomplete:
+        break;
     }
   }
 }
