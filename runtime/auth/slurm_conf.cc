@@ -44,6 +44,16 @@ std::vector<std::string> Expand(const fs::path& root, const std::string& pattern
   return found;
 }
 
+// AuthInfo's socket=PATH; "" when it names none.
+std::string AuthInfoSocket(const std::string& value) {
+  std::string socket;
+  std::istringstream options(value);
+  for (std::string option; std::getline(options, option, ',');) {
+    if (Lower(option.substr(0, 7)) == "socket=") socket = option.substr(7);
+  }
+  return socket;
+}
+
 class Reader {
  public:
   explicit Reader(fs::path root) : root_(std::move(root)) {}
@@ -55,27 +65,19 @@ class Reader {
     }
     std::ifstream in(Under(root_, path));
     if (!in) throw std::runtime_error("cannot read " + path);
-    std::string line;
-    while (std::getline(in, line)) {
-      line = line.substr(0, line.find('#'));
-      std::istringstream words(line);
-      std::string word;
-      if (!(words >> word)) continue;
-      if (Lower(word) == "include") {
-        std::string target;
-        std::getline(words >> std::ws, target);
-        while (!target.empty() && std::isspace(static_cast<unsigned char>(target.back()))) target.pop_back();
-        if (target.empty()) throw std::runtime_error(path + " has an Include line without a file");
-        if (target.front() != '/') target = (fs::path(path).parent_path() / target).string();
-        for (const std::string& file : Expand(root_, target)) Read(file, depth + 1);
+    std::ostringstream text;
+    text << in.rdbuf();
+    for (const SlurmConfItem& item : ParseSlurmConfText(text.str())) {
+      if (item.kind == SlurmConfItem::Kind::kAuthInfo) {
+        // A later AuthInfo replaces an earlier one, with or without a socket.
+        result.socket = item.value;
+        result.file = item.value.empty() ? "" : path;
         continue;
       }
-      // Key=value pairs, several to a line; only AuthInfo matters here.
-      do {
-        const size_t eq = word.find('=');
-        if (eq != std::string::npos && Lower(word.substr(0, eq)) == "authinfo")
-          AuthInfo(word.substr(eq + 1), path);
-      } while (words >> word);
+      std::string target = item.value;
+      if (target.empty()) throw std::runtime_error(path + " has an Include line without a file");
+      if (target.front() != '/') target = (fs::path(path).parent_path() / target).string();
+      for (const std::string& file : Expand(root_, target)) Read(file, depth + 1);
     }
     open_.erase(path);
   }
@@ -83,17 +85,6 @@ class Reader {
   SlurmConfMunge result;
 
  private:
-  void AuthInfo(const std::string& value, const std::string& path) {
-    std::string socket;
-    std::istringstream options(value);
-    for (std::string option; std::getline(options, option, ',');) {
-      if (Lower(option.substr(0, 7)) == "socket=") socket = option.substr(7);
-    }
-    // A later AuthInfo replaces an earlier one, with or without a socket.
-    result.socket = socket;
-    result.file = socket.empty() ? "" : path;
-  }
-
   fs::path root_;
   std::set<std::string> open_;
 };
@@ -118,6 +109,32 @@ SlurmConfMunge ReadSlurmConfMunge(const std::string& slurm_conf, const fs::path&
   }
   reader.result.config = config;
   return reader.result;
+}
+
+std::vector<SlurmConfItem> ParseSlurmConfText(std::string_view text) {
+  std::vector<SlurmConfItem> items;
+  std::istringstream lines{std::string(text)};
+  for (std::string line; std::getline(lines, line);) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string word;
+    if (!(words >> word)) continue;
+    if (Lower(word) == "include") {
+      std::string target;
+      std::getline(words >> std::ws, target);
+      while (!target.empty() && std::isspace(static_cast<unsigned char>(target.back()))) target.pop_back();
+      items.push_back({SlurmConfItem::Kind::kInclude, target});
+      continue;
+    }
+    // Key=value pairs, several to a line; only AuthInfo matters here.
+    do {
+      const size_t eq = word.find('=');
+      if (eq != std::string::npos && Lower(word.substr(0, eq)) == "authinfo") {
+        items.push_back({SlurmConfItem::Kind::kAuthInfo, AuthInfoSocket(word.substr(eq + 1))});
+      }
+    } while (words >> word);
+  }
+  return items;
 }
 
 }  // namespace distrun

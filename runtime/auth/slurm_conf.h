@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace distrun {
 
@@ -21,5 +23,15 @@ struct SlurmConfMunge {
 // lines win, as in Slurm; `Include` lines are followed (relative to the including file's directory; `*` and
 // `?` in the last component).
 SlurmConfMunge ReadSlurmConfMunge(const std::string& slurm_conf, const std::filesystem::path& root = "/");
+
+// What one file's text says that matters here, in the file's order: the parser under ReadSlurmConfMunge,
+// apart from the file system. Never throws.
+struct SlurmConfItem {
+  enum class Kind { kAuthInfo, kInclude };
+  Kind kind = Kind::kAuthInfo;
+  // kAuthInfo: its socket=PATH ("" when it names none); kInclude: the file as written ("": none given).
+  std::string value;
+};
+std::vector<SlurmConfItem> ParseSlurmConfText(std::string_view text);
 
 }  // namespace distrun
