@@ -58,7 +58,7 @@ CoordinationService::Clock::time_point CoordinationService::Now() const { return
 std::string CoordinationService::HostOf(int node_rank) const {
   if (node_rank < 0 || node_rank >= Agents()) return {};
   const NodeState& node = nodes_[static_cast<size_t>(node_rank)];
-  if (node.join) return node.join->host;
+  if (node.join) return node.join->name();
   if (!node.host.empty()) return node.host;
   if (static_cast<size_t>(node_rank) < config_.expected_hosts.size()) {
     return config_.expected_hosts[static_cast<size_t>(node_rank)];
@@ -141,7 +141,7 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
   {
     std::lock_guard lock(mu_);
     const std::string who = "node " + std::to_string(join.node_rank) +
-                            (join.host.empty() ? std::string() : " (" + join.host + ")");
+                            (join.name().empty() ? std::string() : " (" + join.name() + ")");
     // A node admitted after the start (Admit) never knew the node count, and its first join is for
     // whatever epoch the job is in.
     NodeJoin arrival = join;
@@ -200,12 +200,12 @@ void CoordinationService::Join(const NodeJoin& join, JoinDone done) {
       NodeState& node = nodes_[static_cast<size_t>(join.node_rank)];
       if (node.join) {
         fail(StatusCode::kAlreadyExists, who + " joined twice; it first joined from host '" +
-                                             node.join->host +
+                                             node.join->name() +
                                              "'; are two distrun processes given the "
                                              "same node rank?");
       } else {
         node.join = arrival;
-        node.host = join.host;
+        node.host = join.name();
         node.replicates = join.replicates;
         node.join_done = std::move(done);
         if (!node.stream) SetHeartbeatDeadline(node);
@@ -225,8 +225,8 @@ void CoordinationService::CompleteRendezvous(Completions& completions) {
     std::map<std::string, int> node_of_host;
     std::vector<int> node_of;
     for (const NodeState& n : nodes_) {
-      const std::string& machine = n.join->machine.empty() ? n.join->host : n.join->machine;
-      node_of.push_back(node_of_host.emplace(machine, static_cast<int>(node_of_host.size())).first->second);
+      node_of.push_back(
+          node_of_host.emplace(n.join->name(), static_cast<int>(node_of_host.size())).first->second);
     }
     try {
       membership_.SetGroups(node_of);

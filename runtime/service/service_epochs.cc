@@ -191,7 +191,7 @@ Status CoordinationService::Admit(const NodeJoin& join, int* agent) {
   Status status;
   {
     std::lock_guard lock(mu_);
-    const std::string who = "a node arriving from host '" + join.host + "'";
+    const std::string who = "a node arriving from host '" + join.name() + "'";
     // The first rendezvous's first free seat for a node that claims one (the service's host is node 0).
     std::optional<int> seat;
     if (join.claims_seat && round_ == 0 && state_ == JobState::kRendezvous) {
@@ -207,17 +207,17 @@ Status CoordinationService::Admit(const NodeJoin& join, int* agent) {
                 who + " was refused: the job's standby is taking the job over; try again in a moment"};
     } else if (seat && join.num_nodes != config_.num_nodes) {
       status = {StatusCode::kInvalidArgument,
-                "a node of host '" + join.host + "' expects " + std::to_string(join.num_nodes) +
+                "a node of host '" + join.name() + "' expects " + std::to_string(join.num_nodes) +
                     " nodes, but the job has " + std::to_string(config_.num_nodes) +
                     "; every distrun of a job must see the same node count (--nnodes)"};
     } else if (seat) {
       *agent = *seat;
       NodeState& n = nodes_[static_cast<size_t>(*seat)];
       n.claimed = true;
-      n.host = join.host;
+      n.host = join.name();
     } else if (join.claims_seat && !config_.elastic) {
       status = {StatusCode::kResourceExhausted,
-                "a node of host '" + join.host + "' was refused: " +
+                "a node of host '" + join.name() + "' was refused: " +
                     (round_ == 0 && state_ == JobState::kRendezvous
                          ? "the job's " + std::to_string(config_.num_nodes) + " nodes (--nnodes " +
                                std::to_string(config_.num_nodes) + ") are all there already"
@@ -246,7 +246,7 @@ Status CoordinationService::Admit(const NodeJoin& join, int* agent) {
     } else {
       *agent = *admitted;
       nodes_.emplace_back();
-      nodes_.back().host = join.host;
+      nodes_.back().host = join.name();
       SetHeartbeatDeadline(nodes_.back());  // until its stream attaches
       arrivals_.emplace_back(*agent, round_);
       Arrived(*agent, completions);

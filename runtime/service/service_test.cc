@@ -109,6 +109,35 @@ TEST_F(ServiceTest, RendezvousAssignsRankOffsetsByPrefixSums) {
   EXPECT_EQ(s->RendezvousProgress(), "");
 }
 
+// Node 0 joins with the coordinator's address as its host (what its workers reach) and its machine's name:
+// ranks, messages and labels carry the name, the assignment the address, so one host has one name.
+TEST_F(ServiceTest, NodeZeroIsShownByItsHostNameAndReachedByTheCoordinatorAddress) {
+  auto s = Make(2);
+  NodeJoin zero = Node(0, 2, 1);
+  zero.host = "127.0.0.1";
+  zero.machine = "vm";
+  NodeJoin one = Node(1, 2, 1);
+  one.machine = "host-b";
+  auto r0 = Join(*s, zero);
+  auto r1 = Join(*s, one);
+  ASSERT_TRUE(r0->status && r1->status && r1->status->ok());
+  EXPECT_EQ(r1->assignment.process0_host, "127.0.0.1");
+  for (int node : {0, 1}) {
+    NodeProgress p;
+    p.workers = 1;
+    RankProgress rank;
+    rank.rank = node;
+    rank.step = 5;
+    p.ranks.push_back(rank);
+    s->ReportProgress(node, p);
+  }
+  const JobStatusView v = s->Overview();
+  ASSERT_EQ(v.ranks.size(), 2u);
+  EXPECT_EQ(v.ranks[0].host, "vm");
+  EXPECT_EQ(v.ranks[1].host, "host-b");
+  EXPECT_EQ(Join(*s, zero)->status->message.find("(127.0.0.1)"), std::string::npos);
+}
+
 TEST_F(ServiceTest, ProcessZeroIsOnTheFirstNodeWithWorkers) {
   auto s = Make(2);
   auto r0 = Join(*s, Node(0, 2, 0));  // e.g. mpirun's host, running no worker

@@ -77,6 +77,10 @@ struct NodeJoin {
   // c10d rendezvous: distrun --node-rank auto), or admits it as an arrival where all are there (elastic).
   bool claims_seat = false;
   std::string machine;  // gethostname: per-task jobs group their distrun processes by it (host may differ)
+  // The host's name everywhere a host is shown or grouped by (labels, status, messages, the standby's
+  // choice): node 0's `host` is the coordinator's address its workers reach (127.0.0.1,
+  // --coordinator-address), so one machine would otherwise carry two names.
+  const std::string& name() const { return machine.empty() ? host : machine; }
   // Its distrun keeps a standby's copy of the job when it is the epoch's standby (JobEvent kStandby) and
   // acknowledges each update (CoordinationService::StandbyApplied). A node that does not is never waited for.
   bool replicates = false;
