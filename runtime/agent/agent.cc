@@ -9,16 +9,14 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "runtime/service/message_text.h"
+
 namespace distrun {
 namespace {
 
 // The service answers a join by the initialization timeout; this much longer the agent waits for the answer
 // to travel before it gives up on its own.
 constexpr std::chrono::seconds kJoinAnswerMargin{5};
-
-std::string Seconds(std::chrono::milliseconds d) {
-  return d.count() % 1000 == 0 ? std::to_string(d.count() / 1000) + "s" : std::to_string(d.count()) + "ms";
-}
 
 }  // namespace
 
