@@ -66,6 +66,9 @@ set_target_properties(distrun_nccl PROPERTIES ARCHIVE_OUTPUT_DIRECTORY ${PROJECT
 # Beside distrun in the build tree and when installed: `distrun check` looks for it there.
 add_executable(distrun-check-worker runtime/nccl/check_worker.cc)
 target_link_libraries(distrun-check-worker PRIVATE distrun_nccl distrun_check_report)
+if(DISTRUN_SANITIZE)
+  target_link_libraries(distrun-check-worker PRIVATE distrun_sanitizer_options)
+endif()
 # Installed, it still finds NCCL and the CUDA runtime where they were at build time (the toolkit's lib
 # directory is rarely in the loader's path).
 set_target_properties(distrun-check-worker PROPERTIES RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:distrun>
