@@ -187,17 +187,21 @@ class SlowRank(ObserveCase):
         for name in ("distrun_ranks 4", "distrun_epoch 0", "distrun_restarts_total 0", "distrun_nodes_lost_total 0",
                      "distrun_hung 0", "distrun_stragglers 1"):
             self.assertIn("\n" + name + "\n", metrics)
+        # Node 0's ranks carry its host name, as every other node's do, not the coordinator's address.
+        host = re.escape(socket.gethostname())
         for rank in range(4):
-            self.assertRegex(metrics, r'(?m)^distrun_rank_step\{rank="%d",host="[^"]+"\} \d+$' % rank)
-            self.assertRegex(metrics, r'(?m)^distrun_rank_section_seconds\{rank="%d",host="[^"]+",section="fwd"\} '
-                                      r'[\d.e-]+$' % rank)
-            self.assertRegex(metrics, r'(?m)^distrun_rank_straggler_score\{rank="%d",host="[^"]+"\} [\d.e-]+$' % rank)
+            self.assertRegex(metrics, r'(?m)^distrun_rank_step\{rank="%d",host="%s"\} \d+$' % (rank, host))
+            self.assertRegex(metrics, r'(?m)^distrun_rank_section_seconds\{rank="%d",host="%s",section="fwd"\} '
+                                      r'[\d.e-]+$' % (rank, host))
+            self.assertRegex(metrics, r'(?m)^distrun_rank_straggler_score\{rank="%d",host="%s"\} [\d.e-]+$'
+                             % (rank, host))
         self.assertNotRegex(metrics, r'[{,](job|instance)=')
 
         # The page's document.
         job = self.job_json()
         self.assertEqual((job["state"], job["epoch"], job["num_ranks"], job["sections"]), ("running", 0, 4, True))
         self.assertEqual([r["straggler"] for r in job["ranks"]], [False, False, True, False])
+        self.assertEqual({r["host"] for r in job["ranks"]}, {socket.gethostname()}, job["ranks"])
         self.assertNotIn(JOB_TOKEN, json.dumps(job))
 
         # `distrun status` shows every rank's score.
