@@ -39,9 +39,15 @@ import os, sys
 import distrun
 rank, world, out = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), sys.argv[1]
 step = 0
-while not os.path.exists(os.path.join(out, "stop")):
+while True:
+    # Rank 0 decides before the barrier whether this step is the last, so both ranks stop at the same one
+    # (a stop file each read on its own would leave one waiting at a barrier the other never reaches).
+    if rank == 0:
+        distrun.set(f"last/{step}", "1" if os.path.exists(os.path.join(out, "stop")) else "0")
     distrun.set(f"v/{step}/{rank}", str(rank * 1000003 + step))
     distrun.barrier(f"step-{step}", timeout=60)
+    if distrun.get(f"last/{step}", timeout=60, text=True) == "1":
+        break
     for r in range(world):
         got = distrun.get(f"v/{step}/{r}", timeout=60, text=True)
         if got != str(r * 1000003 + step):
@@ -49,6 +55,8 @@ while not os.path.exists(os.path.join(out, "stop")):
             sys.exit(3)
     if step >= 2:
         distrun.delete(f"v/{step - 2}/{rank}")
+        if rank == 0:
+            distrun.delete(f"last/{step - 2}")
     distrun.progress(step)
     step += 1
     with open(os.path.join(out, f"steps-{rank}.tmp"), "w") as f:
