@@ -25,7 +25,7 @@ import urllib.request
 from distrun_harness import DISTRUN
 from launch_helpers import wait_for
 from multi_node import MultiNodeCase
-from python_workers import module_env, python_command
+from python_workers import cache_value, module_env, python_command
 
 TOKEN = "hostile-clients-test-token"
 SILENT_PER_PORT = int(os.environ.get("HOSTILE_SILENT", "1000"))
@@ -224,8 +224,11 @@ class HostileClients(MultiNodeCase):
               flush=True)
         self.assertEqual(counts[0]["silent"], SILENT_PER_PORT)
         self.assertEqual(counts[1]["silent"], SILENT_PER_PORT)
-        self.assertLess(rss_during - rss_before, MAX_GROWTH_KB)
-        self.assertLess(rss_after - rss_before, MAX_GROWTH_KB)
+        if cache_value("DISTRUN_SANITIZE") != "ON":
+            # Under AddressSanitizer freed memory waits in its quarantine (256 MB) and is never given back:
+            # there its leak check at exit is the bound, not the resident size.
+            self.assertLess(rss_during - rss_before, MAX_GROWTH_KB)
+            self.assertLess(rss_after - rss_before, MAX_GROWTH_KB)
 
         # Normal answers afterwards, on both ports.
         status, body = http_get(url + "metrics")
