@@ -6,9 +6,7 @@
 #include <string>
 
 #include "detect/detection.h"
-#include "detect/errors.h"
-#include "launcher/config/options.h"
-#include "launcher/plan/plan.h"
+#include "plan_without_sockets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace distrun;
@@ -25,21 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (eq != std::string::npos && eq > 0) env.vars[line.substr(0, eq)] = line.substr(eq + 1);
     start = end + 1;
   }
-  for (const std::string& method : DetectionMethodNames()) {
-    try {
-      Options options = ResolveOptions({}, env.vars, {});
-      options.topology.method = method;
-      Topology topology = DetectTopology(env, options.topology);
-      LocalLayout layout = ComputeLocalLayout(topology, options, env);
-      JobAssignment assignment;  // fixed ports: the fuzzer must not open sockets
-      assignment.num_processes = topology.num_tasks;
-      assignment.process0_host = topology.coordinator_host;
-      assignment.coordinator_address = topology.coordinator_host + ":1";
-      assignment.master_port = 2;
-      assignment.jax_port = 3;
-      MakePlan(topology, layout, assignment, options, env);
-    } catch (const UsageError&) {
-    }
-  }
+  for (const std::string& method : DetectionMethodNames()) PlanWithoutSockets(env, method);
   return 0;
 }

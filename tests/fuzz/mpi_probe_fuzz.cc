@@ -10,11 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "detect/detection.h"
-#include "detect/errors.h"
+#include "detect/environment.h"
 #include "detect/mpi_probe.h"
-#include "launcher/config/options.h"
-#include "launcher/plan/plan.h"
+#include "plan_without_sockets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace distrun;
@@ -43,19 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   env.hostname = "fuzzhost";
   env.root = "/nonexistent-distrun-fuzz-root";  // no file look-up may escape into the real system
   env.mpi_probe = [&outcome](const std::vector<std::string>&) { return outcome; };
-  try {
-    Options options = ResolveOptions({}, env.vars, {});
-    options.topology.method = "mpi";
-    Topology topology = DetectTopology(env, options.topology);
-    LocalLayout layout = ComputeLocalLayout(topology, options, env);
-    JobAssignment assignment;  // fixed ports: the fuzzer must not open sockets
-    assignment.num_processes = topology.num_tasks;
-    assignment.process0_host = topology.coordinator_host;
-    assignment.coordinator_address = topology.coordinator_host + ":1";
-    assignment.master_port = 2;
-    assignment.jax_port = 3;
-    MakePlan(topology, layout, assignment, options, env);
-  } catch (const UsageError&) {
-  }
+  PlanWithoutSockets(env, "mpi");
   return 0;
 }
