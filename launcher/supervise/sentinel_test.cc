@@ -194,10 +194,16 @@ TEST(SpawnSentinel, StartedOnAThread) {
   {
     SentinelStart start(DISTRUN_SENTINEL_PROGRAM);
     start.Finish();
-    // The sentinel is this process's child: find it by its name among this process's children.
-    for (pid_t pid : OwnChildren()) {
-      if (ReadProcFile("/proc/" + std::to_string(pid) + "/comm").starts_with("distrun-sentine"))
-        untaken = pid;
+    // The sentinel is this process's child: find it by its name among this process's children. The scan
+    // reads each thread's list in turn, and the helper thread that spawned it may exit meanwhile, its
+    // children moving to another thread's list: look again until a deadline.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (untaken <= 0 && std::chrono::steady_clock::now() < deadline) {
+      for (pid_t pid : OwnChildren()) {
+        if (ReadProcFile("/proc/" + std::to_string(pid) + "/comm").starts_with("distrun-sentine"))
+          untaken = pid;
+      }
+      if (untaken <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     ASSERT_GT(untaken, 0);
   }
