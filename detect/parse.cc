@@ -1,6 +1,7 @@
 #include "detect/parse.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <limits>
 
 #include "detect/errors.h"
@@ -107,6 +108,29 @@ void RequireBelow(std::string_view id_name, int id, std::string_view count_name,
                      std::string(count_name) + "=" + std::to_string(count) +
                      "; ids run from 0 to count-1, so the launcher's variables are inconsistent");
   }
+}
+
+double ParseSeconds(std::string_view what, std::string_view value) {
+  const char* expected = "use seconds (0.5, 30) or a number with s, m or h (90s, 10m, 2h)";
+  auto bad = [&](const char* why) {
+    throw UsageError(std::string(what) + "=" + Quote(value) + " is not valid; " + why);
+  };
+  std::string_view t = Trim(value);
+  double unit = 1;
+  if (!t.empty() && (t.back() == 's' || t.back() == 'm' || t.back() == 'h')) {
+    unit = t.back() == 'h' ? 3600 : t.back() == 'm' ? 60 : 1;
+    t.remove_suffix(1);
+  }
+  if (t.empty() || t.find_first_not_of("0123456789.") != std::string_view::npos) bad(expected);
+  // strtod, not std::from_chars: libstdc++'s floating-point from_chars alone would map libm into every
+  // distrun (its rounding-mode calls). distrun never sets a locale, so the decimal point is '.'.
+  const std::string digits(t);
+  char* end = nullptr;
+  double n = std::strtod(digits.c_str(), &end);
+  if (end != digits.c_str() + digits.size()) bad(expected);
+  n *= unit;
+  if (!(n <= 1e9)) bad("use at most 1e9 seconds");
+  return n;
 }
 
 }  // namespace distrun

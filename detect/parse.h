@@ -2,6 +2,8 @@
 // Strict parsing of values read from variables. Every failure is a UsageError that names the variable,
 // the value and what was expected.
 
+#include <chrono>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +37,25 @@ struct HostPort {
 HostPort ParseHostPort(std::string_view what, std::string_view value, PortZero zero = PortZero::kRefused);
 // "host:port", with IPv6 literals in brackets.
 std::string FormatHostPort(std::string_view host, int port);
+
+// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h"), at most 1e9 s. Errors name
+// `what`. Every option and variable that holds a duration is read by this one function.
+double ParseSeconds(std::string_view what, std::string_view value);
+// The inverse, for messages and variables: 30 -> "30s", 0.25 -> "0.25s", 1e9 -> "1000000000s" (never an
+// exponent: ParseSeconds reads every result back). Whole microseconds; less is rounded. Inline: the
+// coordination service's messages use it, and the workers' static client archive carries no detect objects.
+inline std::string FormatSeconds(double seconds) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.6f", seconds);
+  std::string s(text);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  if (s == "-0") s = "0";
+  return s + "s";
+}
+inline std::string FormatSeconds(std::chrono::milliseconds d) {
+  return FormatSeconds(static_cast<double>(d.count()) / 1000);
+}
 
 // Checks: `id` < `count`, naming both variables.
 void RequireBelow(std::string_view id_name, int id, std::string_view count_name, int count);

@@ -67,5 +67,36 @@ TEST(Split, KeepsEmptyFields) {
   EXPECT_EQ(Split("", ','), (std::vector<std::string>{""}));
 }
 
+TEST(ParseSeconds, ReadsFractionsAndUnits) {
+  EXPECT_EQ(ParseSeconds("--t", "0.5"), 0.5);
+  EXPECT_EQ(ParseSeconds("--t", " 30 "), 30);
+  EXPECT_EQ(ParseSeconds("--t", "90s"), 90);
+  EXPECT_EQ(ParseSeconds("--t", "10m"), 600);
+  EXPECT_EQ(ParseSeconds("--t", "2h"), 7200);
+  EXPECT_EQ(ParseSeconds("--t", "1000000000"), 1e9);
+  for (const char* bad : {"", "s", "-1", "1e3", "1x", "1.2.3", "ten", "1 s", "1000000001", "0.5d"}) {
+    EXPECT_THROW(ParseSeconds("--t", bad), UsageError) << bad;
+  }
+  try {
+    ParseSeconds("--heartbeat-timeout", "ten");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--heartbeat-timeout='ten' is not valid; use seconds (0.5, 30) or a number with s, m or h "
+                           "(90s, 10m, 2h)");
+  }
+}
+
+TEST(FormatSeconds, WritesWhatParseSecondsReadsBack) {
+  EXPECT_EQ(FormatSeconds(30.0), "30s");
+  EXPECT_EQ(FormatSeconds(0.25), "0.25s");
+  EXPECT_EQ(FormatSeconds(0.0), "0s");
+  EXPECT_EQ(FormatSeconds(1e9), "1000000000s");  // "%g" would say 1e+09s
+  EXPECT_EQ(FormatSeconds(std::chrono::milliseconds(250)), "0.25s");
+  EXPECT_EQ(FormatSeconds(std::chrono::milliseconds(3000)), "3s");
+  for (double s : {0.0, 0.001, 0.5, 2.5, 30.0, 86400.0, 123456.789, 1e9}) {
+    EXPECT_DOUBLE_EQ(ParseSeconds("x", FormatSeconds(s)), s) << s;
+  }
+}
+
 }  // namespace
 }  // namespace distrun

@@ -236,7 +236,7 @@ int StatusVerb(const std::vector<std::string>& args, const Env& env) {
     return 0;
   }
   std::printf("hang watch: %s\n", v.hang_timeout
-                                      ? ("hung after " + Seconds(*v.hang_timeout) + " without progress" +
+                                      ? ("hung after " + FormatSeconds(*v.hang_timeout) + " without progress" +
                                          (v.hang_timeout_learned ? " (learned)" : " (--hang-timeout)"))
                                             .c_str()
                                       : "off (--hang-timeout off)");
@@ -263,7 +263,7 @@ int StatusVerb(const std::vector<std::string>& args, const Env& env) {
     }
     std::printf("%6d %12lld %9s %10s ago (pid %d)%s\n", r.rank, static_cast<long long>(r.step),
                 Rate(r.steps_per_second).c_str(),
-                Seconds(std::chrono::milliseconds(r.reported_ms_ago)).c_str(), r.pid, flag.c_str());
+                FormatSeconds(std::chrono::milliseconds(r.reported_ms_ago)).c_str(), r.pid, flag.c_str());
   }
   return 0;
 }

@@ -616,33 +616,6 @@ const std::vector<OptionSpec> kTable = {
 
 }  // namespace
 
-// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h").
-double ParseSeconds(const std::string& where, const std::string& value) {
-  const char* expected = "use seconds (0.5, 30) or a number with s, m or h (90s, 10m, 2h)";
-  std::string_view t = Trim(value);
-  double unit = 1;
-  if (!t.empty() && (t.back() == 's' || t.back() == 'm' || t.back() == 'h')) {
-    unit = t.back() == 'h' ? 3600 : t.back() == 'm' ? 60 : 1;
-    t.remove_suffix(1);
-  }
-  if (t.empty() || t.find_first_not_of("0123456789.") != std::string_view::npos) Bad(where, value, expected);
-  // strtod, not std::from_chars: libstdc++'s floating-point from_chars alone would map libm into every
-  // distrun (its rounding-mode calls). distrun never sets a locale, so the decimal point is '.'.
-  const std::string digits(t);
-  char* end = nullptr;
-  double n = std::strtod(digits.c_str(), &end);
-  if (end != digits.c_str() + digits.size()) Bad(where, value, expected);
-  n *= unit;
-  if (!(n <= 1e9)) Bad(where, value, "use at most 1e9 seconds");
-  return n;
-}
-
-std::string FormatSeconds(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%gs", seconds);
-  return text;
-}
-
 const char* OptionSourceName(OptionSource source) {
   switch (source) {
     case OptionSource::kDefault:

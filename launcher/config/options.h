@@ -141,12 +141,6 @@ const std::vector<OptionSpec>& OptionTable();
 // --heartbeat-timeout of an elastic job (--nnodes) that does not set it.
 inline constexpr double kElasticHeartbeatTimeoutS = 3;
 
-// Seconds, fractions allowed ("0.5"), with an optional unit s, m or h ("90s", "2h"); at most 1e9 seconds.
-// Throws UsageError naming `where`.
-double ParseSeconds(const std::string& where, const std::string& value);
-// The inverse, for messages and variables: 30 → "30s", 0.25 → "0.25s" (ParseSeconds reads it back).
-std::string FormatSeconds(double seconds);
-
 // "nproc-per-node" → "DISTRUN_NPROC_PER_NODE" and "nproc_per_node".
 std::string EnvNameFor(const char* option_name);
 std::string ConfigKeyFor(const char* option_name);

@@ -5,17 +5,13 @@
 #include <algorithm>
 #include <limits>
 
+#include "detect/parse.h"
+
 namespace distrun {
 namespace {
 
 int64_t Ms(InPlaceRecovery::Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-std::string SecondsText(std::chrono::milliseconds d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%gs", static_cast<double>(d.count()) / 1000);
-  return text;
 }
 
 }  // namespace
@@ -127,7 +123,7 @@ void InPlaceRecovery::Tick(Clock::time_point now) {
     if (Settled(s, *pending_)) continue;
     actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
                             ") did not reach generation " + std::to_string(*pending_) + " within " +
-                            SecondsText(timeout_) +
+                            FormatSeconds(timeout_) +
                             " (--recovery-timeout): it did not call distrun.torch.recover(), or is stuck; "
                             "started again");
   }

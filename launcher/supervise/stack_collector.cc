@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "detect/parse.h"
 #include "launcher/process/signal_names.h"
 #include "launcher/process/spawn.h"
 
@@ -29,12 +30,6 @@ using Clock = std::chrono::steady_clock;
 // by line from the signal handler, and gives no sign of its end.
 constexpr auto kQuietTime = std::chrono::milliseconds(30);
 constexpr auto kPollInterval = std::chrono::milliseconds(5);
-
-std::string Seconds(std::chrono::milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
-  return text;
-}
 
 struct ProcessInfo {
   pid_t pid = 0;
@@ -429,12 +424,12 @@ std::vector<CollectedStack> StackCollector::Collect(const std::vector<StackTarge
         // Part of a dump: better than nothing, but not a stack to trust.
         job.result.text = ReadFrom(job.stack_path, job.offset, size);
         job.Fail("the stack dump of pid " + std::to_string(job.result.pid) + " did not end within " +
-                 Seconds(config_.timeout));
+                 FormatSeconds(config_.timeout));
       } else {
         std::optional<ProcessInfo> info = ReadProcess(job.result.pid);
         const bool in_kernel = info && info->state == 'D';
         job.Fail("pid " + std::to_string(job.result.pid) + " sent no stack in answer to " + signal_name +
-                 " in " + Seconds(config_.timeout) + StateNote(job.result.pid) +
+                 " in " + FormatSeconds(config_.timeout) + StateNote(job.result.pid) +
                  (in_kernel ? "; it runs no handler until the kernel call returns: retry later"
                             : "; it may block that signal; try gdb -p " + std::to_string(job.result.pid)));
       }
@@ -447,7 +442,7 @@ std::vector<CollectedStack> StackCollector::Collect(const std::vector<StackTarge
       // gdb killed while attached leaves the worker stopped by its SIGSTOP; it was running before.
       std::optional<ProcessInfo> info = ReadProcess(job.result.pid);
       if (!job.was_stopped && info && info->state == 'T') ::kill(job.result.pid, SIGCONT);
-      job.Fail("gdb did not finish in " + Seconds(config_.timeout) + " for pid " +
+      job.Fail("gdb did not finish in " + FormatSeconds(config_.timeout) + " for pid " +
                std::to_string(job.result.pid) + state);
     }
   }

@@ -380,7 +380,7 @@ TEST(StackCollectorErrors, GdbRunningPastTheDeadlineIsKilledAndTheWorkerContinue
   std::vector<CollectedStack> stacks = collector.Collect({{0, worker.pid()}});
   const double ms = MillisecondsSince(start);
   ASSERT_EQ(stacks.size(), 1u);
-  EXPECT_TRUE(Contains(stacks[0].error, "gdb did not finish in 0.3 s")) << stacks[0].error;
+  EXPECT_TRUE(Contains(stacks[0].error, "gdb did not finish in 0.3s")) << stacks[0].error;
   EXPECT_LT(ms, 1000);
   EXPECT_EQ(ChildrenOf(::getpid()), std::vector<pid_t>{worker.pid()}) << "the gdb was left behind";
   EXPECT_TRUE(Alive(worker.pid()));

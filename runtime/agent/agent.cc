@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "detect/parse.h"
 #include "runtime/service/message_text.h"
 
 namespace distrun {
@@ -420,10 +421,10 @@ void Agent::HeartbeatLoop() {
     std::optional<std::string> lost;
     if (last_answer_ && now - *last_answer_ > config_.heartbeat_timeout + grace_) {
       lost = grace_ == std::chrono::steady_clock::duration{}
-                 ? "no answer for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)"
-                 : "no answer for twice " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";
+                 ? "no answer for " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)"
+                 : "no answer for twice " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";
     } else if (!last_answer_ && now - started_ > config_.initialization_timeout) {
-      lost = "no answer within " + Seconds(config_.initialization_timeout) + " (--initialization-timeout)";
+      lost = "no answer within " + FormatSeconds(config_.initialization_timeout) + " (--initialization-timeout)";
     }
     std::optional<NodeProgress> progress;
     if (beat) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "detect/parse.h"
 #include "runtime/service/message_text.h"
 
 namespace distrun {
@@ -117,7 +118,7 @@ std::optional<std::chrono::milliseconds> HangWatch::Stalled(const std::vector<in
 std::string DescribeHang(const HangVerdict& v, const std::vector<std::string>& node_names) {
   std::string text = "hung: no progress for " + MeasuredSeconds(v.stuck_for) + " (" +
                      (v.learned ? "learned hang timeout " + MeasuredSeconds(v.timeout)
-                                : "--hang-timeout " + Seconds(v.timeout)) +
+                                : "--hang-timeout " + FormatSeconds(v.timeout)) +
                      ")";
   if (v.median_step == v.step && v.behind > 1) {
     // Every rank at one step: progress cannot tell the culprit; the stacks do (the caller adds them).

@@ -5,11 +5,6 @@
 
 namespace distrun {
 
-std::string Seconds(std::chrono::milliseconds d) {
-  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + "s";
-  return std::to_string(d.count()) + "ms";
-}
-
 std::string MeasuredSeconds(std::chrono::milliseconds d) {
   const double s = static_cast<double>(d.count()) / 1000.0;
   char buf[32];

@@ -10,8 +10,6 @@ namespace distrun {
 
 constexpr size_t kMaxNamesInMessage = 8;  // longer lists end with "and N more"
 
-// "3s", or "250ms" when not whole seconds.
-std::string Seconds(std::chrono::milliseconds d);
 // A measured duration, as people read one: "4.2s" below 10 s, "62s" above.
 std::string MeasuredSeconds(std::chrono::milliseconds d);
 

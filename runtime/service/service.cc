@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "detect/parse.h"
 #include "runtime/service/message_text.h"
 
 namespace distrun {
@@ -779,7 +780,7 @@ void CoordinationService::Tick() {
     // A standby's service before its decision holds no epoch to watch: only the election's window runs.
     if (election_ && Elect(now, completions)) return;
     if (state_ == JobState::kRendezvous && now >= round_deadline_) {
-      std::string message = "rendezvous timed out after " + Seconds(config_.initialization_timeout) +
+      std::string message = "rendezvous timed out after " + FormatSeconds(config_.initialization_timeout) +
                             " (--initialization-timeout): " + std::to_string(joined_) + " of " +
                             std::to_string(membership_.live_agents()) +
                             " nodes joined; missing: " + MissingNodes();
@@ -825,7 +826,7 @@ void CoordinationService::Tick() {
         if (!n.heartbeat_deadline || n.succeeded) continue;
         if (now >= *n.heartbeat_deadline) {
           n.heartbeat_deadline.reset();
-          LoseNode(i, "no heartbeat for " + Seconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
+          LoseNode(i, "no heartbeat for " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
                    completions, /*silent=*/true);
         } else {
           earliest_heartbeat_deadline_ = std::min(earliest_heartbeat_deadline_, *n.heartbeat_deadline);

@@ -2,6 +2,7 @@
 // collection of every worker's stack (runtime/service/hang_watch.h; the service's other parts are in
 // service.cc and service_epochs.cc).
 
+#include "detect/parse.h"
 #include "runtime/service/message_text.h"
 #include "runtime/service/service.h"
 
@@ -283,7 +284,7 @@ JobStatusView CoordinationService::Overview() const {
       std::optional<NodeProgress> p = hang_watch_.NodeAsOf(i, now);
       int workers = p ? p->workers : (n.join ? n.join->local_workers : 0);
       line += ": " + std::to_string(workers) + (workers == 1 ? " worker" : " workers");
-      if (p && p->quiet_ms > 0) line += ", quiet for " + Seconds(std::chrono::milliseconds(p->quiet_ms));
+      if (p && p->quiet_ms > 0) line += ", quiet for " + FormatSeconds(std::chrono::milliseconds(p->quiet_ms));
     }
     if (!n.stream) line += ", no liveness stream";
     v.nodes.push_back(std::move(line));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "detect/parse.h"
 #include "runtime/service/message_text.h"
 #include "runtime/service/service.h"
 
@@ -266,7 +267,7 @@ void CoordinationService::Arrived(int agent, Completions& completions) {
   if (!membership_.waiting(agent) || membership_.range().scale_up == ScaleUp::kNever) return;
   const bool now = membership_.range().scale_up == ScaleUp::kNow;
   std::string notice = NodeName(agent) + " arrived; ";
-  notice += now ? "the job restarts with it in " + Seconds(config_.scale_up_notice) + " (--scale-up now)"
+  notice += now ? "the job restarts with it in " + FormatSeconds(config_.scale_up_notice) + " (--scale-up now)"
                 : "it joins the world at the next restart (--scale-up next-restart)";
   // Workers that want to checkpoint first watch this epoch's key, or take the signal their distrun sends
   // on the notice (--change-signal).
