@@ -3,21 +3,21 @@ per-test marker, and after each test no process of the test's jobs may remain on
 
 The lab must be up (tests/cluster/lab.sh up; tests/cluster/run_tests.sh does it). The lab's hosts share
 this machine's file system and process table, so a test reads what jobs write under its scratch directory
-and finds their processes in /proc."""
+and finds their processes in /proc. What this shares with the ssh tests' harness is in
+tests/lab_kit/lab_case.py."""
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 import unittest
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lab_kit"))
 
+from lab_case import (BASE_PATH, PYTHON, REPO, LabCase, in_namespaces_of, is_zombie, main,  # noqa: E402
+                      namespace_inode, recorded_pid)
 from distrun_harness import DISTRUN  # noqa: E402
 from launch_helpers import describe, processes_with, wait_for  # noqa: E402
 
@@ -26,31 +26,20 @@ SLURM_CONF = os.path.join(LAB, "etc", "slurm.conf")
 NUM_NODES = int(os.environ.get("DISTRUN_LAB_NODES", "3"))
 GPUS_PER_NODE = int(os.environ.get("DISTRUN_LAB_GPUS", "4"))
 NODES = [f"node{i}" for i in range(1, NUM_NODES + 1)]
-PYTHON = "/usr/bin/python3"
-BASE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _pid_file(name):
-    with open(os.path.join(LAB, "pids", f"{name}.pid")) as f:
-        return int(f.read())
+    return recorded_pid(LAB, name)
 
 
 def on_login_host(args):
     """The command line that runs `args` on labctl: its network, hostname and /etc/hosts."""
-    return ["nsenter", "--target", str(_pid_file("slurmctld")), "--net", "--uts", "--mount", "--", *args]
+    return in_namespaces_of(_pid_file("slurmctld"), args)
 
 
 def on_node(node, args):
     """The command line that runs `args` in a virtual host's namespaces (those of its slurmd)."""
-    return ["nsenter", "--target", str(_pid_file(node)), "--net", "--uts", "--mount", "--", *args]
-
-
-def is_zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
+    return in_namespaces_of(_pid_file(node), args)
 
 
 def node_processes(node):
@@ -89,49 +78,35 @@ def distrun_has_job_runtime():
     return True, ""
 
 
-class ClusterCase(unittest.TestCase):
+class ClusterCase(LabCase):
     """Each test gets a marker variable (also its Slurm job name) and a scratch directory that every host
     sees. Afterwards: the test's jobs are gone, no process carries the marker, and every virtual host runs
     only its slurmd."""
+    LAB = LAB
+    LAB_NAME = "the Slurm lab"
+    RUN_TESTS = "tests/cluster/run_tests.sh"
+    MARKED_GRACE = 15
+    MARKED_OWNER = "the job"
+    lab_is_up = staticmethod(lab_is_up)
 
-    @classmethod
-    def setUpClass(cls):
-        if not lab_is_up():
-            raise unittest.SkipTest(f"the Slurm lab is not up under {LAB}; run tests/cluster/run_tests.sh")
-
-    def setUp(self):
-        self.marker_name = "DISTRUN_TEST_MARKER"
-        self.marker_value = "dt-" + uuid.uuid4().hex[:16]
-        self.marker = f"{self.marker_name}={self.marker_value}"
-        self.dir = os.path.join(LAB, "jobs", self.marker_value)
-        os.makedirs(self.dir)
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()  # a client this test started, still running
-            p.communicate()
+    def settle_lab(self):
         self.slurm(["scancel", "--name", self.marker_value], check=False)
         # A host whose task ended while its link was down (the elastic tests cut links) has a slurmstepd that
         # failed to send the step's completion and tries again 60 s later ("Rank 2 failed sending step
         # completion message directly to slurmctld, retrying"): the job stays COMPLETING until then.
         self.assertTrue(wait_for(lambda: not self.jobs(), timeout=90), f"jobs left: {self.jobs()}")
         self.resume_drained()
-        wait_for(lambda: not processes_with(self.marker), timeout=15)
-        left = processes_with(self.marker)
-        report = "\n".join(map(describe, left))
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)  # carries this test's unique marker: this test started it
-            except ProcessLookupError:
-                pass
+
+    def marked_processes(self):
+        return processes_with(self.marker)
+
+    def lab_leftovers(self):
         wait_for(lambda: not any(node_processes(n) for n in NODES), timeout=15)
         on_hosts = {n: node_processes(n) for n in NODES}
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.assertEqual(left, [], "processes of the job outlived it:\n" + report)
-        self.assertFalse(any(on_hosts.values()), "processes left on the hosts:\n" + "\n".join(
-            f"{n}: {describe(p)}" for n, pids in on_hosts.items() for p in pids))
+        if not any(on_hosts.values()):
+            return ""
+        return "processes left on the hosts:\n" + "\n".join(
+            f"{n}: {describe(p)}" for n, pids in on_hosts.items() for p in pids)
 
     def resume_drained(self):
         """A host whose slurmstepd could not report its step's end (a test made its link lossy or cut it)
@@ -146,13 +121,10 @@ class ClusterCase(unittest.TestCase):
 
     # -- clients on the login host ------------------------------------------------------------------------
 
-    def env(self, **extra):
-        """The clients' environment, which srun and sbatch pass on to the job. Every node of a job shares a
-        token, as distrun advises for multi-node jobs; `DISTRUN_TOKEN=None` leaves it out."""
-        env = {"PATH": BASE_PATH, "SLURM_CONF": SLURM_CONF, self.marker_name: self.marker_value,
-               "DISTRUN_TOKEN": uuid.uuid4().hex}
-        env.update(extra)
-        return {k: v for k, v in env.items() if v is not None}
+    def client_env(self):
+        """srun and sbatch pass the clients' environment on to the job. Every node of a job shares a token,
+        as distrun advises for multi-node jobs; `env(DISTRUN_TOKEN=None)` leaves it out."""
+        return {"SLURM_CONF": SLURM_CONF, "DISTRUN_TOKEN": uuid.uuid4().hex}
 
     def slurm(self, args, timeout=60, check=True, env=None):
         """Runs a Slurm client (or anything) on labctl and waits for it."""
@@ -195,9 +167,6 @@ class ClusterCase(unittest.TestCase):
 
     # -- files --------------------------------------------------------------------------------------------
 
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
     def read(self, name):
         with open(self.path(name)) as f:
             return f.read()
@@ -229,7 +198,7 @@ class ClusterCase(unittest.TestCase):
 
 
 def netns_inode(node):
-    return os.stat(f"/run/netns/distrun-lab-{node}").st_ino
+    return namespace_inode(f"distrun-lab-{node}")
 
 
 def script_pids_on(node, marker, script):
@@ -274,10 +243,6 @@ class JobRuntimeCase(ClusterCase):
         ok, why = distrun_has_job_runtime()
         if not ok:
             raise unittest.SkipTest("distrun does not join the nodes of a job yet: " + why)
-
-
-def main():
-    unittest.main(verbosity=2)
 
 
 __all__ = ["ClusterCase", "DISTRUN", "GPUS_PER_NODE", "LAB", "NODES", "NUM_NODES", "PYTHON", "REPO", "SLURM_CONF",

@@ -11,7 +11,8 @@
 #   lab.sh env      prints `export` lines for SLURM_CONF and the lab's paths.
 # Settings (environment): DISTRUN_LAB_DIR (default /run/distrun-lab), DISTRUN_LAB_NODES (3),
 # DISTRUN_LAB_GPUS (GPUs per node, 4). Run as root. Nothing is written under /etc: the hosts file of each
-# virtual host is a bind mount inside its own mount namespace.
+# virtual host is a bind mount inside its own mount namespace. What it shares with tests/ssh/lab.sh is in
+# tests/lab_kit/lab_common.sh.
 set -euo pipefail
 
 LAB=${DISTRUN_LAB_DIR:-/run/distrun-lab}
@@ -19,47 +20,28 @@ NODES=${DISTRUN_LAB_NODES:-3}
 GPUS=${DISTRUN_LAB_GPUS:-4}
 BRIDGE=drlab0
 NS_PREFIX=distrun-lab-
+# Interface names are limited to 15 characters.
+VETH_PREFIX=drlab-
 SUBNET=10.99.0
 CTL_IP=$SUBNET.1
 export SLURM_CONF=$LAB/etc/slurm.conf
-
-log() { echo "lab: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+LAB_LOG_NAME=lab
+LAB_SCRIPT=tests/cluster/lab.sh
+LAB_BINDS=("$LAB/etc/hosts" /etc/hosts "$LAB/etc/resolv.conf" /etc/resolv.conf)
+LOGIN_PID=slurmctld
+LAB_UP_SECONDS=30
+LAB_UP_HINT="export SLURM_CONF=$SLURM_CONF"
+LAB_VERBS=(status env exec)
+LAB_USAGE="up|down|status|env|exec CMD..."
+# shellcheck source=SCRIPTDIR/../lab_kit/lab_common.sh
+source "$(dirname "$0")/../lab_kit/lab_common.sh"
 
 node_ip() { echo "$SUBNET.$((10 + $1))"; }
 hosts() { echo ctl; for ((i = 1; i <= NODES; i++)); do echo "node$i"; done; }
 hostname_of() { if [[ $1 == ctl ]]; then echo labctl; else echo "$1"; fi; }
 ip_of() { if [[ $1 == ctl ]]; then echo "$CTL_IP"; else node_ip "${1#node}"; fi; }
-# Interface names are limited to 15 characters.
-veth_of() { if [[ $1 == ctl ]]; then echo drlab-ctl; else echo "drlab-n${1#node}"; fi; }
-
-# A zombie has no namespaces and holds nothing: it counts as gone.
-pid_alive() {
-  local stat
-  [[ -n ${1:-} ]] && stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} != Z ]]
-}
-kill_pid() { if pid_alive "${1:-}"; then kill -KILL "$1" 2>/dev/null || true; fi; }
-recorded_pid() { cat "$LAB/pids/$1.pid" 2>/dev/null || true; }
-
-# Becomes (exec) a command as if on virtual host $1: its network namespace, plus a fresh UTS and mount
-# namespace in which its hostname, /etc/hosts, /etc/resolv.conf and /dev/shm are its own. nsenter + unshare
-# rather than `ip netns exec`, which remounts /sys and leaves slurmd without /sys/fs/cgroup. Nothing here
-# forks, so `exec_on_host ... &` makes $! the PID of the final command.
-exec_on_host() {
-  local host=$1; shift
-  # shellcheck disable=SC2016  # the inner script expands its own arguments
-  exec setsid nsenter --net="/run/netns/$NS_PREFIX$host" \
-    unshare --uts --mount --propagation private -- /bin/sh -c '
-      set -e
-      mount --bind "$0/etc/hosts" /etc/hosts
-      mount --bind "$0/etc/resolv.conf" /etc/resolv.conf
-      mount -t tmpfs -o mode=1777,size=256m tmpfs /dev/shm
-      hostname "$1"
-      shift
-      exec "$@"' "$LAB" "$(hostname_of "$host")" "$@"
-}
+ns_of() { echo "$NS_PREFIX$1"; }
+veth_of() { if [[ $1 == ctl ]]; then echo "${VETH_PREFIX}ctl"; else echo "${VETH_PREFIX}n${1#node}"; fi; }
 
 write_config() {
   mkdir -p "$LAB"/{etc,pids,munge,ctld/state,dev,jobs}
@@ -128,20 +110,7 @@ EOF
   (umask 077 && head -c 1024 /dev/urandom >"$LAB/munge/munge.key")
 }
 
-setup_network() {
-  ip link add "$BRIDGE" type bridge
-  ip link set "$BRIDGE" up
-  local host ns
-  for host in $(hosts); do
-    ns=$NS_PREFIX$host
-    ip netns add "$ns"
-    ip link add "$(veth_of "$host")" type veth peer name eth0 netns "$ns"
-    ip link set "$(veth_of "$host")" master "$BRIDGE" up
-    ip -n "$ns" link set lo up
-    ip -n "$ns" addr add "$(ip_of "$host")/24" dev eth0
-    ip -n "$ns" link set eth0 up
-  done
-}
+setup_network() { make_network; }
 
 start_daemons() {
   # munged serves every host through its socket file; it runs in labctl's network namespace so that the
@@ -161,16 +130,7 @@ start_daemons() {
   done
 }
 
-# wait_for SECONDS CMD...: polls CMD every 20 ms until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.02
-  done
-}
-
-in_ctl() { nsenter --target "$(recorded_pid slurmctld)" --net --uts --mount -- "$@"; }
+in_ctl() { in_recorded slurmctld "$@"; }
 
 daemons_alive() {
   local name
@@ -186,39 +146,22 @@ nodes_ready() {
   states=$(in_ctl sinfo -h -N -o '%T' 2>/dev/null) || return 1
   [[ $(grep -cE '^(idle|mixed|allocated)$' <<<"$states") -eq $NODES ]]
 }
-
-cmd_up() {
-  if nodes_ready; then log "already up ($NODES nodes)"; return 0; fi
-  # A half-built or half-dead lab is taken down completely first.
-  if [[ -e $LAB ]] || ip link show "$BRIDGE" >/dev/null 2>&1 || ip netns list | grep -q "^$NS_PREFIX"; then
-    cmd_down
-  fi
-  local start=$SECONDS
-  # Whatever fails from here on, nothing of a half-built lab stays behind.
-  trap 'log "up failed; taking the lab down"; cmd_down' EXIT
-  write_config
-  setup_network
-  start_daemons
-  if ! wait_for 30 nodes_ready; then
-    log "nodes did not come up; slurmctld log:"
-    tail -20 "$LAB/ctld/slurmctld.log" >&2 || true
-    for ((i = 1; i <= NODES; i++)); do tail -5 "$LAB/nodes/node$i/slurmd.log" >&2 || true; done
-    die "lab did not come up"
-  fi
-  trap - EXIT
-  log "up: labctl + $NODES nodes, $GPUS GPUs each, in $((SECONDS - start))s; export SLURM_CONF=$SLURM_CONF"
+lab_ready() { nodes_ready; }
+daemons_ready() { nodes_ready; }
+# Whatever of the lab exists, one line each.
+leftovers() {
+  [[ -e $LAB ]] && echo "state directory $LAB"
+  network_leftovers
 }
-
-# PIDs of every process in the lab's network namespaces (only the lab's scripts put processes there).
-lab_pids() {
-  local ns
-  for ns in $(ip netns list | awk -v p="$NS_PREFIX" 'index($1, p) == 1 {print $1}'); do
-    ip netns pids "$ns" 2>/dev/null || true
-  done
+before_up() { :; }
+up_summary() { echo "labctl + $NODES nodes, $GPUS GPUs each"; }
+say_why_not_ready() {
+  log "nodes did not come up; slurmctld log:"
+  tail -20 "$LAB/ctld/slurmctld.log" >&2 || true
+  for ((i = 1; i <= NODES; i++)); do tail -5 "$LAB/nodes/node$i/slurmd.log" >&2 || true; done
 }
 
 no_jobs() { [[ -z $(in_ctl squeue -h -o %i 2>/dev/null) ]]; }
-nothing_left() { [[ -z $(lab_pids; recorded_alive) ]]; }
 
 cmd_down() {
   # Let running jobs end through Slurm first (their workers get SIGTERM), briefly.
@@ -230,31 +173,9 @@ cmd_down() {
       wait_for 5 no_jobs || true
     fi
   fi
-  # Then SIGKILL: the daemons by recorded PID, and whatever else the namespaces still hold (job steps
-  # outlive slurmd). The lab's state is thrown away, so nothing needs an orderly shutdown, and slurmd,
-  # slurmctld and munged each take about 2 s to act on SIGTERM.
-  local f left
-  for f in "$LAB"/pids/*.pid; do
-    [[ -e $f ]] && kill_pid "$(cat "$f")"
-  done
-  for left in $(lab_pids); do kill_pid "$left"; done
-  wait_for 10 nothing_left || die "processes survived SIGKILL: $(lab_pids) $(recorded_alive)"
-  local ns
-  for ns in $(ip netns list | awk -v p="$NS_PREFIX" 'index($1, p) == 1 {print $1}'); do ip netns del "$ns"; done
-  if ip link show "$BRIDGE" >/dev/null 2>&1; then ip link del "$BRIDGE"; fi
-  rm -rf "$LAB"
-  if ip netns list | grep -q "^$NS_PREFIX" || ip link show "$BRIDGE" >/dev/null 2>&1; then
-    die "namespaces or bridge survived teardown: $(ip netns list | grep "^$NS_PREFIX" | tr '\n' ' ')"
-  fi
-  log "down"
-}
-
-recorded_alive() {
-  local f
-  for f in "$LAB"/pids/*.pid; do
-    [[ -e $f ]] || continue
-    if pid_alive "$(cat "$f")"; then cat "$f"; fi
-  done
+  # Then SIGKILL, job steps included (they outlive slurmd).
+  kill_lab_processes
+  remove_lab
 }
 
 cmd_status() {
@@ -266,22 +187,6 @@ cmd_status() {
   fi
 }
 
-cmd_exec() {
-  [[ ${1:-} == -- ]] && shift
-  (($#)) || die "exec needs a command"
-  pid_alive "$(recorded_pid slurmctld)" || die "the lab is not up (tests/cluster/lab.sh up)"
-  exec nsenter --target "$(recorded_pid slurmctld)" --net --uts --mount -- "$@"
-}
+cmd_env() { echo "export SLURM_CONF=$SLURM_CONF DISTRUN_LAB_DIR=$LAB DISTRUN_LAB_NODES=$NODES DISTRUN_LAB_GPUS=$GPUS"; }
 
-[[ $(id -u) -eq 0 ]] || die "run as root (namespaces, bridge, daemons)"
-# One lab operation at a time: a lock on this script itself, so nothing is left behind; the daemons
-# close it.
-exec 9<"$0"
-case ${1:-} in
-  up) flock 9; cmd_up ;;
-  down) flock 9; cmd_down ;;
-  status) cmd_status ;;
-  exec) shift; exec 9>&-; cmd_exec "$@" ;;
-  env) echo "export SLURM_CONF=$SLURM_CONF DISTRUN_LAB_DIR=$LAB DISTRUN_LAB_NODES=$NODES DISTRUN_LAB_GPUS=$GPUS" ;;
-  *) echo "usage: $0 up|down|status|env|exec CMD..." >&2; exit 2 ;;
-esac
+lab_main "$@"

@@ -33,13 +33,15 @@
 # Settings (environment): DISTRUN_SSH_LAB_DIR (default /run/distrun-sshlab), DISTRUN_SSH_LAB_HOSTS (3, at
 # most 100). Run as root. Nothing is written under /etc: every host's /etc/hosts, /etc/resolv.conf and
 # /etc/ssh/ssh_config are bind mounts inside its own mount namespace. Beside the Slurm lab
-# (tests/cluster/lab.sh: drlab0, 10.99.0.0/24, distrun-lab-*), which may be up at the same time.
+# (tests/cluster/lab.sh: drlab0, 10.99.0.0/24, distrun-lab-*), which may be up at the same time. What it
+# shares with that lab is in tests/lab_kit/lab_common.sh.
 set -euo pipefail
 
 LAB=${DISTRUN_SSH_LAB_DIR:-/run/distrun-sshlab}
 NHOSTS=${DISTRUN_SSH_LAB_HOSTS:-3}
 BRIDGE=drssh0
 NS_PREFIX=distrun-ssh-
+# Interface names are limited to 15 characters: drssh-login, drssh-h16, drssh-badkey.
 VETH_PREFIX=drssh-
 SUBNET=10.98.0
 LOGIN=sshlogin
@@ -48,8 +50,16 @@ CUT_TABLE=distrun_ssh_cut
 SILENT_TABLE=distrun_ssh_silent
 BASE_PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
-log() { echo "sshlab: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+LAB_LOG_NAME=sshlab
+LAB_SCRIPT=tests/ssh/lab.sh
+LAB_BINDS=("$LAB/etc/hosts" /etc/hosts "$LAB/etc/resolv.conf" /etc/resolv.conf "$LAB/ssh/config" /etc/ssh/ssh_config)
+LOGIN_PID=$LOGIN
+LAB_UP_SECONDS=20
+LAB_UP_HINT="ssh -F $LAB/ssh/config HOST"
+LAB_VERBS=(status env exec cut restore)
+LAB_USAGE="up|down|status|env|exec CMD...|cut HOST|restore HOST"
+# shellcheck source=SCRIPTDIR/../lab_kit/lab_common.sh
+source "$(dirname "$0")/../lab_kit/lab_common.sh"
 
 if ! [[ $NHOSTS =~ ^[0-9]+$ ]] || ((NHOSTS < 1 || NHOSTS > 100)); then
   die "DISTRUN_SSH_LAB_HOSTS must be 1..100, not '$NHOSTS'"
@@ -71,7 +81,6 @@ ip_of() {
     *) return 1 ;;
   esac
 }
-# Interface names are limited to 15 characters: drssh-login, drssh-h16, drssh-badkey.
 veth_of() {
   case $1 in
     "$LOGIN") echo "${VETH_PREFIX}login" ;;
@@ -80,45 +89,8 @@ veth_of() {
   esac
 }
 ns_of() { echo "$NS_PREFIX$1"; }
+hostname_of() { echo "$1"; }
 is_host() { local h; for h in $(hosts); do [[ $h == "$1" ]] && return 0; done; return 1; }
-
-# A zombie has no namespaces and holds nothing: it counts as gone.
-pid_alive() {
-  local stat
-  [[ -n ${1:-} ]] && stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  stat=${stat##*) }
-  [[ ${stat:0:1} != Z ]]
-}
-kill_pid() { if pid_alive "${1:-}"; then kill -KILL "$1" 2>/dev/null || true; fi; }
-recorded_pid() { cat "$LAB/pids/$1.pid" 2>/dev/null || true; }
-
-# wait_for SECONDS CMD...: polls CMD every 20 ms until it succeeds.
-wait_for() {
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.02
-  done
-}
-
-# Becomes (exec) a command as if on lab host $1: its network namespace, plus a fresh UTS and mount namespace
-# in which its hostname, /etc/hosts, /etc/resolv.conf, /etc/ssh/ssh_config and /dev/shm are its own.
-# nsenter + unshare rather than `ip netns exec`, which remounts /sys. Nothing here forks, so
-# `exec_on_host ... &` makes $! the PID of the final command.
-exec_on_host() {
-  local host=$1; shift
-  # shellcheck disable=SC2016  # the inner script expands its own arguments
-  exec setsid nsenter --net="/run/netns/$(ns_of "$host")" \
-    unshare --uts --mount --propagation private -- /bin/sh -c '
-      set -e
-      mount --bind "$0/etc/hosts" /etc/hosts
-      mount --bind "$0/etc/resolv.conf" /etc/resolv.conf
-      mount --bind "$0/ssh/config" /etc/ssh/ssh_config
-      mount -t tmpfs -o mode=1777,size=256m tmpfs /dev/shm
-      hostname "$1"
-      shift
-      exec "$@"' "$LAB" "$host" "$@"
-}
 
 keygen() { ssh-keygen -q -t ed25519 -N '' -C "$2" -f "$1"; }
 
@@ -191,21 +163,7 @@ EOF
 }
 
 setup_network() {
-  local host ns
-  {
-    echo "link add $BRIDGE type bridge"
-    echo "link set $BRIDGE up"
-    for host in $(hosts); do
-      ns=$(ns_of "$host")
-      echo "netns add $ns"
-      echo "link add $(veth_of "$host") type veth peer name eth0 netns $ns"
-      echo "link set $(veth_of "$host") master $BRIDGE up"
-    done
-  } | ip -batch -
-  for host in $(hosts); do
-    printf '%s\n' "link set lo up" "addr add $(ip_of "$host")/24 dev eth0" "link set eth0 up" |
-      ip -n "$(ns_of "$host")" -batch -
-  done
+  make_network
   # hostsilent answers ARP, but drops what comes to its port 22: a connect there times out.
   nsenter --net="/run/netns/$(ns_of hostsilent)" nft -f - <<EOF
 table inet $SILENT_TABLE {
@@ -273,43 +231,13 @@ up_problems() {
   fi
 }
 lab_ready() { [[ -z $(up_problems) ]]; }
-
-cmd_up() {
-  if lab_ready; then log "already up (sshlogin + $NHOSTS hosts)"; return 0; fi
-  # A half-built or half-dead lab is taken down completely first.
-  if [[ -n $(leftovers) ]]; then cmd_down; fi
-  local start=$EPOCHREALTIME
-  command -v "$SSHD" >/dev/null || die "no $SSHD: run scripts/install-deps.sh (openssh-server)"
-  # Whatever fails from here on, nothing of a half-built lab stays behind.
-  trap 'log "up failed; taking the lab down"; cmd_down' EXIT
-  write_config
-  setup_network
-  start_daemons
-  if ! wait_for 20 sshds_ready; then
-    sshd_problems >&2
-    local host
-    for host in $(sshd_hosts); do tail -5 "$LAB/hosts/$host/sshd.log" "$LAB/hosts/$host/sshd.out" >&2 || true; done
-    die "lab did not come up"
-  fi
-  trap - EXIT
-  log "up: sshlogin + $NHOSTS hosts + hostclosed, hostsilent, hostnokey, hostbadkey in" \
-    "$(elapsed "$start")s; ssh -F $LAB/ssh/config HOST"
-}
-
-elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
-
-lab_namespaces() { ip netns list | awk -v p="$NS_PREFIX" 'index($1, p) == 1 {print $1}'; }
-lab_veths() { ip -o link show | awk -F': ' -v p="$VETH_PREFIX" 'index($2, p) == 1 {sub(/@.*/, "", $2); print $2}'; }
-
-# PIDs of every live process in the lab's network namespaces (only the lab's scripts and the tests put
-# processes there), found in one pass over /proc.
-lab_pids() {
-  local inodes
-  inodes=$(for ns in $(lab_namespaces); do stat -L -c %i "/run/netns/$ns"; done)
-  [[ -n $inodes ]] || return 0
-  stat -L -c '%i %n' /proc/[0-9]*/ns/net 2>/dev/null |
-    awk 'NR == FNR {want[$1] = 1; next} ($1 in want) {split($2, p, "/"); print p[3]}' <(echo "$inodes") - |
-    while read -r pid; do if pid_alive "$pid"; then echo "$pid"; fi; done
+daemons_ready() { sshds_ready; }
+before_up() { command -v "$SSHD" >/dev/null || die "no $SSHD: run scripts/install-deps.sh (openssh-server)"; }
+up_summary() { echo "sshlogin + $NHOSTS hosts + hostclosed, hostsilent, hostnokey, hostbadkey"; }
+say_why_not_ready() {
+  sshd_problems >&2
+  local host
+  for host in $(sshd_hosts); do tail -5 "$LAB/hosts/$host/sshd.log" "$LAB/hosts/$host/sshd.out" >&2 || true; done
 }
 
 # sshds of the lab wherever they run: processes whose command line names a lab sshd_config (pgrep leaves
@@ -320,26 +248,6 @@ lab_sshd_processes() {
   pgrep -f -- "${pattern}[^ ]*/sshd_config" || true
 }
 
-recorded_alive() {
-  local f
-  for f in "$LAB"/pids/*.pid; do
-    [[ -e $f ]] || continue
-    if pid_alive "$(cat "$f")"; then cat "$f"; fi
-  done
-}
-nothing_left_running() { [[ -z $(lab_pids; recorded_alive) ]]; }
-
-# Whatever of the lab exists, one line each; nothing when the lab is completely down.
-leftovers() {
-  [[ -e $LAB ]] && echo "state directory $LAB"
-  ip link show "$BRIDGE" >/dev/null 2>&1 && echo "bridge $BRIDGE"
-  local x
-  for x in $(lab_namespaces); do echo "network namespace $x"; done
-  for x in $(lab_veths); do echo "veth $x"; done
-  for x in $({ lab_pids; lab_sshd_processes; } | sort -nu); do echo "process $(ps -o pid=,args= -p "$x" 2>/dev/null || echo "$x")"; done
-  return 0
-}
-
 # Any sshd at all on this machine, the lab's or not (zombies aside): /run/sshd stays while one runs.
 any_sshd_alive() {
   local pid
@@ -347,27 +255,20 @@ any_sshd_alive() {
   return 1
 }
 
+# Whatever of the lab exists, one line each; nothing when the lab is completely down.
+leftovers() {
+  [[ -e $LAB ]] && echo "state directory $LAB"
+  network_leftovers
+  local x
+  for x in $({ lab_pids; lab_sshd_processes; } | sort -nu); do echo "process $(ps -o pid=,args= -p "$x" 2>/dev/null || echo "$x")"; done
+  return 0
+}
+
 cmd_down() {
-  # SIGKILL: the sshds by recorded PID, and whatever else the namespaces still hold (sessions, the tests'
-  # clients). The lab's state is thrown away, so nothing needs an orderly shutdown.
-  local f left
-  for f in "$LAB"/pids/*.pid; do
-    [[ -e $f ]] && kill_pid "$(cat "$f")"
-  done
-  for left in $(lab_pids); do kill_pid "$left"; done
-  wait_for 10 nothing_left_running || die "processes survived SIGKILL: $(lab_pids) $(recorded_alive)"
-  # Deleting a veth removes both its ends at once; a namespace's own interfaces go only when the kernel
-  # gets round to cleaning the namespace up, later.
-  {
-    for left in $(lab_veths); do echo "link del $left"; done
-    for left in $(lab_namespaces); do echo "netns del $left"; done
-    if ip link show "$BRIDGE" >/dev/null 2>&1; then echo "link del $BRIDGE"; fi
-  } | ip -force -batch - 2>/dev/null || true  # a pair whose other end went first; checked below
+  # SIGKILL: the sshds, and whatever else the namespaces still hold (sessions, the tests' clients).
+  kill_lab_processes
   if [[ -e $LAB/made-run-sshd ]] && ! any_sshd_alive; then rmdir /run/sshd 2>/dev/null || true; fi
-  rm -rf "$LAB"
-  left=$(leftovers)
-  [[ -z $left ]] || die "left after teardown: $(tr '\n' ';' <<<"$left")"
-  log "down"
+  remove_lab
 }
 
 cmd_status() {
@@ -399,15 +300,6 @@ cmd_status() {
   return 1
 }
 
-cmd_exec() {
-  [[ ${1:-} == -- ]] && shift
-  (($#)) || die "exec needs a command"
-  local pid
-  pid=$(recorded_pid "$LOGIN")
-  pid_alive "$pid" || die "the lab is not up (tests/ssh/lab.sh up)"
-  exec nsenter --target "$pid" --net --uts --mount -- "$@"
-}
-
 cmd_cut() {
   local host=${1:-}
   is_host "$host" || die "cut needs a lab host: $(hosts | tr '\n' ' ')"
@@ -431,17 +323,6 @@ cmd_restore() {
   nsenter --net="/run/netns/$(ns_of "$host")" nft delete table inet "$CUT_TABLE"
 }
 
-[[ $(id -u) -eq 0 ]] || die "run as root (namespaces, bridge, daemons)"
-# One lab operation at a time: a lock on this script itself, so nothing is left behind; the daemons
-# close it.
-exec 9<"$0"
-case ${1:-} in
-  up) flock 9; cmd_up ;;
-  down) flock 9; cmd_down ;;
-  status) exec 9>&-; cmd_status ;;
-  exec) shift; exec 9>&-; cmd_exec "$@" ;;
-  cut) exec 9>&-; cmd_cut "${2:-}" ;;
-  restore) exec 9>&-; cmd_restore "${2:-}" ;;
-  env) echo "export DISTRUN_SSH_LAB_DIR=$LAB DISTRUN_SSH_LAB_HOSTS=$NHOSTS DISTRUN_SSH_CONFIG=$LAB/ssh/config" ;;
-  *) echo "usage: $0 up|down|status|env|exec CMD...|cut HOST|restore HOST" >&2; exit 2 ;;
-esac
+cmd_env() { echo "export DISTRUN_SSH_LAB_DIR=$LAB DISTRUN_SSH_LAB_HOSTS=$NHOSTS DISTRUN_SSH_CONFIG=$LAB/ssh/config"; }
+
+lab_main "$@"

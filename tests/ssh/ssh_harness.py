@@ -8,21 +8,19 @@ directory, and finds their processes in /proc, each on its host by its network n
 A remote command does not inherit the client's environment (the lab's sshd accepts no variables), so a
 test puts its marker into the remote command itself: `self.marked(["sleep", "30"])` is
 `env DISTRUN_TEST_MARKER=... sleep 30`, whose process carries the marker in its environment. A marker in a
-command line is found too."""
+command line is found too. What this shares with the cluster tests' harness is in tests/lab_kit/lab_case.py."""
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import unittest
-import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lab_kit"))
 
+from lab_case import (BASE_PATH, PYTHON, REPO, LabCase, in_namespaces_of, is_zombie, kill_all, main,  # noqa: E402
+                      namespace_inode, recorded_pid)
 from distrun_harness import DISTRUN  # noqa: E402
 from launch_helpers import describe, wait_for  # noqa: E402
 
@@ -50,8 +48,6 @@ ALL_HOSTS = [LOGIN, *HOSTS, CLOSED, SILENT, NOKEY, BADKEY]
 SSHD_HOSTS = [LOGIN, *HOSTS, NOKEY, BADKEY]
 IPS = {LOGIN: "10.98.0.1", **{h: f"10.98.0.{10 + i}" for i, h in enumerate(HOSTS, 1)},
        CLOSED: "10.98.0.200", SILENT: "10.98.0.201", NOKEY: "10.98.0.202", BADKEY: "10.98.0.203"}
-PYTHON = "/usr/bin/python3"
-BASE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def ssh_config_path():
@@ -70,8 +66,7 @@ def ssh_args(host, command=(), options=()):
 
 
 def sshd_pid(host):
-    with open(os.path.join(LAB, "pids", f"{host}.pid")) as f:
-        return int(f.read())
+    return recorded_pid(LAB, host)
 
 
 def on_login_host(args):
@@ -83,7 +78,7 @@ def on_host(host, args):
     """The command line that runs `args` in a lab host's namespaces (those of its sshd; only the network
     namespace for hostclosed and hostsilent, which run nothing)."""
     if host in SSHD_HOSTS:
-        return ["nsenter", "--target", str(sshd_pid(host)), "--net", "--uts", "--mount", "--", *args]
+        return in_namespaces_of(sshd_pid(host), args)
     return ["nsenter", f"--net=/run/netns/{NS_PREFIX}{host}", "--", *args]
 
 
@@ -151,15 +146,7 @@ class cut_off:
 
 
 def netns_inode(host):
-    return os.stat(f"/run/netns/{NS_PREFIX}{host}").st_ino
-
-
-def is_zombie(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
+    return namespace_inode(f"{NS_PREFIX}{host}")
 
 
 def host_of(pid):
@@ -226,11 +213,7 @@ def processes_everywhere(marker, hosts=None):
 def kill_on(host, marker, sig=signal.SIGKILL):
     """Sends `sig` to every process on `host` that holds `marker`; returns their PIDs."""
     pids = processes_on(host, marker)
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
+    kill_all(pids, sig)
     return pids
 
 
@@ -246,48 +229,31 @@ def lab_is_up():
         return False
 
 
-class SshCase(unittest.TestCase):
+class SshCase(LabCase):
     """Each test gets a marker (DISTRUN_TEST_MARKER=dt-...) that its local clients carry in their
     environment and that `marked()` puts into remote commands, and a scratch directory under the lab that
     every host sees. Afterwards: no cut host, and no process on any lab host holds the marker."""
+    LAB = LAB
+    LAB_NAME = "the ssh lab"
+    RUN_TESTS = "tests/ssh/run_tests.sh"
+    lab_is_up = staticmethod(lab_is_up)
 
-    @classmethod
-    def setUpClass(cls):
-        if not lab_is_up():
-            raise unittest.SkipTest(f"the ssh lab is not up under {LAB}; run tests/ssh/run_tests.sh")
-
-    def setUp(self):
-        self.marker_name = "DISTRUN_TEST_MARKER"
-        self.marker_value = "dt-" + uuid.uuid4().hex[:16]
-        self.marker = f"{self.marker_name}={self.marker_value}"
-        self.dir = os.path.join(LAB, "jobs", self.marker_value)
-        os.makedirs(self.dir)
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()  # a client this test started, still running
-            p.communicate()
+    def settle_lab(self):
         for host in ALL_HOSTS:
             if is_cut(host):
                 restore(host)
-        # A remote command does not end with its ssh client (no terminal, no SIGHUP): whatever a test left
-        # on a host is killed here, and the test fails saying what it was.
-        wait_for(lambda: not processes_everywhere(self.marker_value), timeout=5)
-        left = processes_everywhere(self.marker_value)
-        report = "\n".join(f"{h}: {describe(p)}" for h, pids in left.items() for p in pids)
-        for host in left:
-            kill_on(host, self.marker_value)
-        wait_for(lambda: not processes_everywhere(self.marker_value), timeout=5)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.assertEqual(left, {}, "processes of the test outlived it:\n" + report)
 
-    def env(self, **extra):
-        """The local clients' environment: PATH and the marker."""
-        env = {"PATH": BASE_PATH, self.marker_name: self.marker_value}
-        env.update(extra)
-        return {k: v for k, v in env.items() if v is not None}
+    # A remote command does not end with its ssh client (no terminal, no SIGHUP): whatever a test left on a
+    # host is killed by tearDown, and the test fails saying what it was.
+    def marked_processes(self):
+        return [pid for pids in processes_everywhere(self.marker_value).values() for pid in pids]
+
+    def describe_marked(self, pid):
+        return f"{host_of(pid)}: {describe(pid)}"
+
+    def lab_leftovers(self):
+        wait_for(lambda: not processes_everywhere(self.marker_value), timeout=5)
+        return ""
 
     def marked(self, command):
         """`command` (a list) to run remotely with this test's marker in its environment."""
@@ -307,9 +273,6 @@ class SshCase(unittest.TestCase):
         """Runs `command` (a list, marked) on `host` over ssh from sshlogin; returns the CompletedProcess."""
         return self.login(ssh_args(host, self.marked(command), options), timeout=timeout)
 
-    def path(self, *parts):
-        return os.path.join(self.dir, *parts)
-
     def timed(self, fn):
         start = time.monotonic()
         result = fn()
@@ -325,10 +288,6 @@ class DistrunSshCase(SshCase):
         super().setUpClass()
         if not os.access(DISTRUN, os.X_OK):
             raise AssertionError(f"no distrun at {DISTRUN}: build it first (tests/ssh/run_tests.sh BUILD_DIR)")
-
-
-def main():
-    unittest.main(verbosity=2)
 
 
 __all__ = ["ALL_HOSTS", "BADKEY", "BASE_PATH", "CLOSED", "DISTRUN", "DistrunSshCase", "HOSTS", "IPS", "LAB",
