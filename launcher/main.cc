@@ -19,6 +19,7 @@
 #include "launcher/config/command_line.h"
 #include "launcher/config/config_file.h"
 #include "launcher/config/options.h"
+#include "launcher/job/job_link.h"
 #include "launcher/job/job_protection.h"
 #include "launcher/job/lazy_link.h"
 #include "launcher/job/runtime_module.h"
@@ -27,6 +28,7 @@
 #include "launcher/plan/worker_command.h"
 #include "launcher/process/output.h"
 #include "launcher/process/prompt_thread.h"
+#include "launcher/remote/host_loss.h"
 #include "launcher/remote/remote_node.h"
 #include "launcher/remote/ssh_launch.h"
 #include "launcher/report/detect_report.h"
@@ -133,6 +135,8 @@ int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel) {
   // A job over ssh is started from here; a host's distrun of it is one node, whatever a config file says.
   if (launcher_channel) options.hosts.clear();
   if (!options.hosts.empty() && (cl.action == Action::kLaunch || cl.action == Action::kDryRun)) {
+    // The launcher tells a node 0 that left the job (which an elastic job goes on without) by its code.
+    static_assert(kNodeLeftExitCode == kFencedExitCode);
     return RunSshLaunch(options, cl.action == Action::kDryRun, env, Version(), MakeLogger(options.log_level));
   }
 
@@ -252,6 +256,7 @@ int RunLaunch(int argc, const char* const* argv, UniqueFd launcher_channel) {
     Supervisor supervisor(std::move(plan), std::move(options), std::move(env), log, std::move(make_link));
     if (sentinel_starting) supervisor.AdoptSentinel(std::move(sentinel_starting));
     exit_code = supervisor.Run();
+    if (launcher_watch) exit_code = RemoteNodeExitCode(exit_code, launcher_watch->launcher_lost());
     link = supervisor.ReleaseLink();
 #ifndef DISTRUN_ORDERLY_EXIT
     spawner =

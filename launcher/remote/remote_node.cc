@@ -184,7 +184,10 @@ void LauncherWatch::Run() {
     signalled = true;
   };
   auto lost = [&](const std::string& why) {
-    if (!signalled) log_->warn("{}; stopping the workers", why);
+    if (!signalled) {
+      log_->warn("{}; stopping the workers", why);
+      launcher_lost_ = true;
+    }
     term();
   };
   std::string buffer;
@@ -227,6 +230,7 @@ void LauncherWatch::Run() {
             "no word from the launcher for {}s (--heartbeat-timeout): its link is cut or it is frozen; "
             "stopping the workers",
             silence_limit_s_);
+        launcher_lost_ = true;
       }
       term();
     }

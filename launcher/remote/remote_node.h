@@ -41,6 +41,9 @@ class LauncherWatch {
   LauncherWatch(const LauncherWatch&) = delete;
   LauncherWatch& operator=(const LauncherWatch&) = delete;
 
+  // Whether it stopped the workers because the launcher was gone or silent (not at its word).
+  bool launcher_lost() const { return launcher_lost_; }
+
  private:
   void Run();
 
@@ -48,6 +51,7 @@ class LauncherWatch {
   UniqueFd wake_;  // an eventfd: the destructor's stop
   double silence_limit_s_;
   std::shared_ptr<spdlog::logger> log_;
+  std::atomic<bool> launcher_lost_ = false;
   std::thread thread_;
 };
 

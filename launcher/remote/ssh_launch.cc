@@ -27,6 +27,7 @@
 #include "launcher/process/unique_fd.h"
 #include "launcher/remote/channel.h"
 #include "launcher/remote/forwarded_env.h"
+#include "launcher/remote/host_loss.h"
 #include "launcher/remote/host_session.h"
 #include "launcher/remote/local_host.h"
 #include "launcher/remote/remote_command.h"
@@ -85,6 +86,11 @@ class SshLaunch {
   void OnSignal(int sig);
   void SendAll(const std::string& text);
   int ExitCode() const;
+  // Node 0's distrun ended by itself, and its end is the job's (host_loss.h).
+  bool NodeZeroEnded() const {
+    const HostSession& zero = sessions_.front();
+    return zero.EndedNormally() && NodeZeroEndedTheJob(zero.exit_code(), options_.elastic.has_value());
+  }
   bool Finished(const HostSession& s) {
     return s.child().pid() < 0 || (s.child().reaped() && !s.OutputOpen());
   }
@@ -297,9 +303,8 @@ int SshLaunch::Supervise() {
       }
       next_alive = now + Ms(kChannelAliveIntervalS);
     }
-    HostSession& zero = sessions_.front();
     // Node 0's distrun ended the job (a lost node 0 is not the job's end: an elastic job's standby goes on).
-    if (!give_up && zero.EndedNormally()) {
+    if (!give_up && NodeZeroEnded()) {
       give_up = now + Ms(options_.grace_period_s + options_.heartbeat_timeout_s + 2);
     }
     if (give_up && now >= *give_up) {
@@ -343,9 +348,10 @@ int SshLaunch::ExitCode() const {
   // Node 0's distrun's code is the job's; where node 0 was lost, that of the hosts that ended by themselves
   // (an elastic job's survivors: its standby's 0, or the code the job ended with).
   const HostSession& zero = sessions_.front();
-  if (zero.EndedNormally()) return zero.exit_code();
+  if (NodeZeroEnded()) return zero.exit_code();
   bool any = false;
-  for (const HostSession& s : sessions_) {
+  for (size_t i = 1; i < sessions_.size(); ++i) {
+    const HostSession& s = sessions_[i];
     if (!s.EndedNormally()) continue;
     if (s.exit_code() != 0) return s.exit_code();
     any = true;
@@ -449,17 +455,18 @@ void SshLaunch::OnLines(size_t i, bool is_stdout, const std::vector<std::string>
 }
 
 void SshLaunch::Reap() {
-  for (HostSession& s : sessions_) {
+  for (size_t i = 0; i < sessions_.size(); ++i) {
+    HostSession& s = sessions_[i];
     Child& c = s.child();
     if (c.pid() <= 0 || c.reaped()) continue;
     int status = 0;
     const pid_t pid = ::waitpid(c.pid(), &status, WNOHANG);
     if (pid != c.pid()) continue;
     s.Ended(status);
-    if (s.state() == State::kEnded && s.exit_code() == 255 && !dry_run_) {
-      log_->error("the ssh connection to {} ended (code 255): the host or the link to it is lost",
-                  s.entry().Destination());
-    }
+    if (s.state() != State::kEnded || dry_run_ || s.killed_by_signal()) continue;
+    const std::string lost =
+        DescribeLostHost(s.entry().Destination(), i, s.exit_code(), options_.elastic.has_value());
+    if (!lost.empty()) log_->error("{}", lost);
   }
 }
 
