@@ -33,6 +33,7 @@
 #include "runtime/torch_store/torch_store_codec.h"
 #include "runtime/torch_store/torch_store_loops.h"
 #include "runtime/transport/agent_frames.h"
+#include "runtime/transport/agent_session.h"
 #include "runtime/transport/proto_convert.h"
 
 namespace distrun {
@@ -161,16 +162,35 @@ class AgentChannelServer::Loop {
     bool dirty = false;    // in the loop's list of connections with output
     bool closing = false;  // close once `output` is written
     bool dead = false;
-    // The nodes whose liveness messages came on this connection, with their stream ids: one for an agent;
-    // several for a peer that carries more than one node (a relay, a benchmark).
-    struct WireNode {
-      int wire;  // as the messages say it: an arrival's -1
-      int node;  // the service's node rank
-      uint64_t stream;
-    };
-    std::vector<WireNode> nodes;
+    // Once admitted: what its frames do (agent_session.h), and the way back to it the session holds.
+    std::shared_ptr<AgentSession::Link> link;
+    std::unique_ptr<AgentSession> session;
   };
   using ConnPtr = std::shared_ptr<Conn>;
+
+  // An admitted connection's side of its session; held by the connection, weakly by the session and the
+  // service's sinks, so that news for a connection that is gone is dropped.
+  class ConnLink : public AgentSession::Link {
+   public:
+    ConnLink(Loop& loop, const ConnPtr& conn) : loop_(loop), conn_(conn) {}
+    void Send(const v1::CoordinatorFrame& frame) override {
+      if (auto c = conn_.lock()) loop_.Queue(c, frame);
+    }
+    void Refuse(const Status& status) override {
+      if (auto c = conn_.lock()) loop_.Refuse(c, status);
+    }
+    void RefuseAgent(const std::string& why) override {
+      if (auto c = conn_.lock()) loop_.RefuseAgent(c, why);
+    }
+    uint32_t Retransmits() override {
+      auto c = conn_.lock();
+      return c ? c->retransmits.Since(c->fd) : 0;
+    }
+
+   private:
+    Loop& loop_;
+    const std::weak_ptr<Conn> conn_;
+  };
 
   void CloseFds() {
     if (stop_fd_ >= 0) ::close(stop_fd_);
@@ -368,23 +388,13 @@ class AgentChannelServer::Loop {
       }
       return;
     }
-    switch (message.frame_case()) {
-      case v1::AgentFrame::kLiveness:
-        Liveness(conn, message.liveness());
-        return;
-      case v1::AgentFrame::kCall:
-        Call(conn, message.call());
-        return;
-      case v1::AgentFrame::kHello:
-        Refuse(conn, {StatusCode::kInvalidArgument, "a second hello"});
-        return;
-      default:
-        return;  // a frame of a newer minor version: nothing to do with it
-    }
+    conn->session->Handle(message);
   }
 
   void Admit(const ConnPtr& conn) {
     conn->phase = Conn::Phase::kOpen;
+    conn->link = std::make_shared<ConnLink>(*this, conn);
+    conn->session = std::make_unique<AgentSession>(service_, conn->link, conn->credential_node, log_);
     conn->reader.set_max_frame_bytes(config_.max_message_bytes);
     conn->address = PeerAddress(conn->fd);
     job_hosts_.Add(conn->address);
@@ -424,136 +434,12 @@ class AgentChannelServer::Loop {
     }
   }
 
-  // As the Liveness stream's messages (grpc_server.cc): a node's first attaches it and is answered at
-  // once; later ones without news are heartbeats.
-  void Liveness(const ConnPtr& conn, const v1::AgentHeartbeat& message) {
-    // `wire` is the node rank the messages say; an arrival says -1 throughout, and `node` is the one the
-    // coordinator gave it.
-    const int wire = message.node_rank();
-    int node = wire;
-    std::optional<uint64_t> id;
-    {
-      std::lock_guard lock(conn->mu);
-      for (const Conn::WireNode& n : conn->nodes) {
-        if (n.wire == wire) {
-          id = n.stream;
-          node = n.node;
-        }
-      }
-    }
-    if (!id) {
-      if (conn->credential_node && *conn->credential_node != wire) {
-        RefuseAgent(conn, "its munge credential was made for node " + std::to_string(*conn->credential_node) +
-                              ", not node " + std::to_string(wire));
-        return;
-      }
-      if (wire < 0 && message.has_join() && (message.join().arriving() || message.join().claims_seat())) {
-        Status s = service_.Admit(FromProto(message.join()), &node);
-        if (!s.ok()) {
-          log_->warn("{}", s.message);
-          Refuse(conn, s);
-          return;
-        }
-        log_->info("node {} ({}) {}", node, message.join().host(),
-                   message.join().claims_seat() ? "was given its node rank" : "arrived and was admitted");
-      }
-      uint64_t attached = 0;
-      std::weak_ptr<Conn> weak = conn;
-      Status s = service_.AttachAgent(
-          node,
-          [this, weak, wire](const JobEvent& e) {
-            if (auto c = weak.lock()) QueueEvent(c, wire, e);
-          },
-          &attached);
-      if (!s.ok()) {
-        Refuse(conn, s);
-        return;
-      }
-      {
-        std::lock_guard lock(conn->mu);
-        conn->nodes.push_back({wire, node, attached});
-      }
-      QueueEvent(conn, wire, JobEvent{});
-    } else if (!message.has_join() && !message.has_success()) {
-      service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()),
-                         conn->retransmits.Since(conn->fd) + message.retransmitted());
-    }
-    if (message.has_join()) {
-      NodeJoin join = FromProto(message.join());
-      if (join.node_rank != wire) {
-        Refuse(conn,
-               {StatusCode::kInvalidArgument, "node " + std::to_string(wire) + "'s channel joined as node " +
-                                                  std::to_string(join.node_rank)});
-        return;
-      }
-      join.node_rank = node;
-      service_.Join(join, [this, conn, wire](const Status& status, const NodeAssignment& assignment) {
-        JobEvent answer;
-        answer.kind = JobEvent::Kind::kJoined;
-        answer.join_status = status;
-        answer.assignment = assignment;
-        QueueEvent(conn, wire, answer);
-      });
-    }
-    if (message.has_success()) {
-      Status s = service_.ReportSuccess(node, message.success().restart_round());
-      if (!s.ok()) log_->debug("node {}'s success report: {}", node, s.message);
-    }
-    if (message.has_progress()) service_.ReportProgress(node, FromProto(message.progress()));
-    if (message.has_stacks()) service_.ReportStacks(node, FromProto(message.stacks()));
-    if (message.has_standby() && id) {  // never a stream's first message
-      service_.StandbyApplied(*id, message.standby().applied(), message.standby().needs_snapshot());
-    }
-  }
-
-  void Call(const ConnPtr& conn, const v1::AgentCall& call) {
-    const uint64_t id = call.id();
-    switch (call.request_case()) {
-      case v1::AgentCall::kFailure: {
-        bool root = false;
-        const FailedWorker failure = FromProto(call.failure().failure());
-        Status s = service_.ReportFailure(call.failure().restart_round(), failure, &root);
-        // The reporting node prints the failure summary and every other node names it: here only for -v.
-        if (root) log_->debug("job failure: {}", DescribeFailure(failure));
-        v1::CoordinatorFrame frame;
-        frame.mutable_result()->set_id(id);
-        ToProto(s, frame.mutable_result()->mutable_status());
-        frame.mutable_result()->mutable_failure()->set_root_cause(root);
-        Queue(conn, frame);
-        return;
-      }
-      case v1::AgentCall::kBarrier: {
-        const auto& b = call.barrier();
-        service_.Barrier(b.name(), b.process_id(), b.count(), std::chrono::milliseconds(b.timeout_ms()),
-                         [this, conn, id](const Status& s) { QueueResult(conn, id, s); });
-        return;
-      }
-      default:
-        QueueResult(conn, id, {StatusCode::kInvalidArgument, "a call this coordinator does not know"});
-        return;
-    }
-  }
-
   void Refuse(const ConnPtr& conn, const Status& status) {
     conn->refusing = true;
     conn->hello_deadline = SteadyClock::now() + config_.hello_timeout;  // to read the answer
     v1::CoordinatorFrame frame;
     ToProto(status, frame.mutable_refused());
     Queue(conn, frame, /*then_close=*/true);
-  }
-
-  void QueueEvent(const ConnPtr& conn, int node, const JobEvent& event) {
-    v1::CoordinatorFrame frame;
-    frame.set_node_rank(node);
-    ToProto(event, frame.mutable_event());
-    Queue(conn, frame);
-  }
-
-  void QueueResult(const ConnPtr& conn, uint64_t id, const Status& status) {
-    v1::CoordinatorFrame frame;
-    frame.mutable_result()->set_id(id);
-    ToProto(status, frame.mutable_result()->mutable_status());
-    Queue(conn, frame);
   }
 
   // Any thread, also under the service's lock (event sinks): appends and leaves the writing to the loop.
@@ -610,12 +496,10 @@ class AgentChannelServer::Loop {
   // Loop thread; never under conn->mu (detaching runs the service, whose sinks take it). `drain`: read
   // away what the peer sent first, so that the close is orderly; a stranger's connection is just closed.
   void Drop(const ConnPtr& conn, bool drain = true) {
-    std::vector<Conn::WireNode> nodes;
     {
       std::lock_guard lock(conn->mu);
       if (conn->dead) return;
       conn->dead = true;
-      nodes = std::exchange(conn->nodes, {});
       conn->output.out.clear();
     }
     if (conn->phase == Conn::Phase::kOpen) {
@@ -626,7 +510,8 @@ class AgentChannelServer::Loop {
     epoll_.Forget(conn->fd);
     CloseInOrder(conn->fd, &buffer_, drain);
     conns_.erase(conn->fd);
-    for (const Conn::WireNode& n : nodes) service_.DetachAgent(n.stream);
+    if (!conn->session) return;
+    for (uint64_t stream : conn->session->TakeStreams()) service_.DetachAgent(stream);
   }
 
   void ExpireHellos(SteadyClock::time_point now) {

@@ -1,15 +1,19 @@
 // libFuzzer target for the agent channel (runtime/transport/agent_frames.h), the bytes node 0 reads from
 // every agent and each agent from node 0: the preface check on a connection's first bytes, frames cut out
 // of bytes arriving in pieces (the hello's limit until a hello came, then the message limit), each frame
-// read as the coordinator reads it (an AgentFrame whose messages proto_convert.h converts and
-// agent_channel_server.cc's Handle hands to a coordination service, with a fake clock) and as an agent reads
+// read as the coordinator reads it (after the hello, an AgentFrame that the server's own dispatch,
+// agent_session.h, converts and hands to a coordination service with a fake clock) and as an agent reads
 // it (a CoordinatorFrame, its event and statuses converted, a standby's update converted back and forth
 // unchanged). A frame that does not parse or is over the limit ends the connection, as on the wire; any
 // exception, a crash, a leak or a sanitizer report is a finding.
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +24,7 @@
 #include "runtime/service/service.h"
 #include "runtime/transport/agent_channel_server.h"
 #include "runtime/transport/agent_frames.h"
+#include "runtime/transport/agent_session.h"
 #include "runtime/transport/proto_convert.h"
 
 namespace {
@@ -30,114 +35,46 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxMessageBytes = 4 << 20;  // AgentChannelConfig's default
 const std::string kToken = "fuzz-token";
 
-// What the server holds of one connection and does with its frames (agent_channel_server.cc's Conn,
-// Handle, Liveness and Call, without the socket and the munge check).
-class Connection {
+// What the server does with an admitted connection's frames: the same AgentSession, with a link that
+// checks every frame it would queue and drops it (no socket, no munge check).
+class DroppingLink : public AgentSession::Link {
  public:
-  explicit Connection(CoordinationService& service) : service_(service) {}
-
-  // False once the connection is refused: nothing more of it is read.
-  bool Handle(const v1::AgentFrame& message) {
-    if (!admitted_) {
-      if (!message.has_hello() || !SameToken(kToken, message.hello().token())) return false;
-      admitted_ = true;
-      return true;
-    }
-    switch (message.frame_case()) {
-      case v1::AgentFrame::kLiveness:
-        return Liveness(message.liveness());
-      case v1::AgentFrame::kCall:
-        Call(message.call());
-        return true;
-      case v1::AgentFrame::kHello:
-        return false;
-      default:
-        return true;
-    }
-  }
-
-  bool admitted() const { return admitted_; }
-
- private:
-  struct WireNode {
-    int wire;
-    int node;
-    uint64_t stream;
-  };
-
-  bool Liveness(const v1::AgentHeartbeat& message) {
-    const int wire = message.node_rank();
-    int node = wire;
-    std::optional<uint64_t> id;
-    for (const WireNode& n : nodes_) {
-      if (n.wire == wire) {
-        id = n.stream;
-        node = n.node;
-      }
-    }
-    if (!id) {
-      if (wire < 0 && message.has_join() && (message.join().arriving() || message.join().claims_seat())) {
-        if (!service_.Admit(FromProto(message.join()), &node).ok()) return false;
-      }
-      uint64_t attached = 0;
-      if (!service_
-               .AttachAgent(
-                   node, [](const JobEvent& e) { Sent(e); }, &attached)
-               .ok())
-        return false;
-      nodes_.push_back({wire, node, attached});
-    } else if (!message.has_join() && !message.has_success()) {
-      service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()), message.retransmitted());
-    }
-    if (message.has_join()) {
-      NodeJoin join = FromProto(message.join());
-      if (join.node_rank != wire) return false;
-      join.node_rank = node;
-      service_.Join(join, [](const Status&, const NodeAssignment& assignment) {
-        v1::Assignment wire_form;
-        ToProto(assignment, &wire_form);
-      });
-    }
-    if (message.has_success()) (void)service_.ReportSuccess(node, message.success().restart_round());
-    if (message.has_progress()) service_.ReportProgress(node, FromProto(message.progress()));
-    if (message.has_stacks()) service_.ReportStacks(node, FromProto(message.stacks()));
-    if (message.has_standby() && id) {
-      service_.StandbyApplied(*id, message.standby().applied(), message.standby().needs_snapshot());
-    }
-    return true;
-  }
-
-  void Call(const v1::AgentCall& call) {
-    switch (call.request_case()) {
-      case v1::AgentCall::kFailure: {
-        bool root = false;
-        const FailedWorker failure = FromProto(call.failure().failure());
-        (void)service_.ReportFailure(call.failure().restart_round(), failure, &root);
-        (void)DescribeFailure(failure);
-        return;
-      }
-      case v1::AgentCall::kBarrier: {
-        const auto& b = call.barrier();
-        service_.Barrier(b.name(), b.process_id(), b.count(), std::chrono::milliseconds(b.timeout_ms()),
-                         [](const Status&) {});
-        return;
-      }
-      default:
-        return;
-    }
-  }
-
-  // What the server queues for an agent: every event must convert to the wire.
-  static void Sent(const JobEvent& e) {
-    v1::CoordinatorFrame frame;
-    ToProto(e, frame.mutable_event());
+  void Send(const v1::CoordinatorFrame& frame) override {
     std::string out;
     AppendFrame(frame, &out);
   }
+  void Refuse(const Status& status) override {
+    v1::CoordinatorFrame frame;
+    ToProto(status, frame.mutable_refused());
+    Send(frame);
+  }
+  void RefuseAgent(const std::string& why) override { Refuse({StatusCode::kUnauthenticated, why}); }
+  uint32_t Retransmits() override { return 0; }
+};
 
+// A connection: the hello's token check, then the session.
+class Connection {
+ public:
+  Connection(CoordinationService& service, std::shared_ptr<spdlog::logger> log)
+      : service_(service), log_(std::move(log)) {}
+
+  // False once the connection is refused: nothing more of it is read.
+  bool Handle(const v1::AgentFrame& message) {
+    if (!session_) {
+      if (!message.has_hello() || !SameToken(kToken, message.hello().token())) return false;
+      session_ = std::make_unique<AgentSession>(service_, link_, std::nullopt, log_);
+      return true;
+    }
+    return session_->Handle(message);
+  }
+
+  bool admitted() const { return session_ != nullptr; }
+
+ private:
   CoordinationService& service_;
-  bool admitted_ = false;
-  std::vector<WireNode> nodes_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::shared_ptr<DroppingLink> link_ = std::make_shared<DroppingLink>();
+  std::unique_ptr<AgentSession> session_;
 };
 
 // As an agent reads a frame from node 0 (agent_channel.cc's reader).
@@ -166,6 +103,12 @@ void AsAgentReads(std::string_view bytes) {
   }
 }
 
+// The session logs admissions and refusals; a fuzzer's millions of them say nothing.
+std::shared_ptr<spdlog::logger> Quiet() {
+  static const auto log = std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+  return log;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -181,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     config.elastic = ElasticRange{1, 4, ElasticPolicy::kResize, ScaleUp::kNow};
   }
   CoordinationService service(config);
-  Connection connection(service);
+  Connection connection(service, Quiet());
 
   // The coordinator's reader (a hello's limit until admitted) and an agent's, fed the same pieces: node 0
   // reads frames after the preface, an agent from the first byte.
