@@ -7,7 +7,8 @@
 #   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS [TARGET...]
 #
 # With TARGETs (e.g. hostlist_fuzz) only those are built and run.
-# FUZZ_BUILD_JOBS (default 2) bounds the build's parallelism.
+# FUZZ_BUILD_JOBS (default 2) bounds the build's parallelism. FUZZ_RUNS=N ends a target after N executions
+# (SECONDS stays its limit): `FUZZ_RUNS=10000000 tests/fuzz/run_fuzzers.sh build/fuzz 3600 hostfile_fuzz`.
 set -euo pipefail
 
 if [[ $# -lt 2 || ! $2 =~ ^[0-9]+$ || $2 -lt 1 ]]; then
@@ -63,9 +64,15 @@ for target in "${targets[@]}"; do
   echo "run_fuzzers: $target for ${seconds}s ($(find "$corpus" -type f | wc -l) seeds)"
   status=0
   # A unit slower than 10 s counts as a finding: no input of at most 4 KiB should take that long.
-  "$exe" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+  runs=()
+  [[ -n ${FUZZ_RUNS:-} ]] && runs=(-runs="$FUZZ_RUNS")
+  start=$EPOCHREALTIME
+  "$exe" -max_total_time="$seconds" "${runs[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "$corpus" >"$scratch/$target/log" 2>&1 || status=$?
   grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$scratch/$target/log" | sed "s/^/  $target /" || true
+  # The last status line: coverage (edges), features, the corpus it grew to; and the time it took.
+  grep -E '^#[0-9]+' "$scratch/$target/log" | tail -n 1 | sed "s/^/  $target /" || true
+  awk -v a="$start" -v b="$EPOCHREALTIME" -v t="$target" 'BEGIN { printf "  %s seconds: %.0f\n", t, b - a }'
   found=("$artifacts"/*)
   if ((status != 0 || ${#found[@]} > 0)); then
     echo "run_fuzzers: $target FAILED (exit $status); last lines of its log:" >&2
