@@ -289,6 +289,22 @@ class DistrunSshCase(SshCase):
         if not os.access(DISTRUN, os.X_OK):
             raise AssertionError(f"no distrun at {DISTRUN}: build it first (tests/ssh/run_tests.sh BUILD_DIR)")
 
+    def setUp(self):
+        super().setUp()
+        # distrun as the hosts see it: the same binary, by a path that names this test, so that every
+        # distrun of the test carries its marker in its command line (--remote-distrun self.remote)
+        os.makedirs(self.path("bin"))
+        self.remote = self.path("bin", "distrun")
+        os.symlink(DISTRUN, self.remote)
+
+    def left(self):
+        return processes_everywhere(self.marker_value)
+
+    def assert_nothing_left(self, timeout=10):
+        wait_for(lambda: not self.left(), timeout=timeout)
+        left = self.left()
+        self.assertEqual(left, {}, "\n".join(f"{h}: {describe(p)}" for h, pids in left.items() for p in pids))
+
 
 __all__ = ["ALL_HOSTS", "BADKEY", "BASE_PATH", "CLOSED", "DISTRUN", "DistrunSshCase", "HOSTS", "IPS", "LAB",
            "LAB_SH", "LOGIN", "NOKEY", "NOWHERE", "NUM_HOSTS", "PYTHON", "REPO", "SILENT", "SSHD_HOSTS",

@@ -9,9 +9,8 @@ import signal
 import time
 import unittest
 
-from ssh_harness import (BADKEY, CLOSED, DISTRUN, HOSTS, LOGIN, NOKEY, NOWHERE, PYTHON, SILENT,
-                         DistrunSshCase, count_on, cut, describe, kill_on, processes_everywhere,
-                         processes_on, restore, wait_for)
+from ssh_harness import (BADKEY, CLOSED, HOSTS, LOGIN, NOKEY, NOWHERE, PYTHON, SILENT, DistrunSshCase,
+                         count_on, cut, describe, kill_on, processes_on, restore, wait_for)
 
 WORLD = 'echo "R $RANK/$WORLD_SIZE node $GROUP_RANK local $LOCAL_RANK host $(hostname) x=$FROM_X venv=$VIRTUAL_ENV"'
 ALLREDUCE = (
@@ -23,24 +22,9 @@ ALLREDUCE = (
 
 
 class SshLaunch(DistrunSshCase):
-    def setUp(self):
-        super().setUp()
-        # distrun as the hosts see it: the same binary, by a path that names this test
-        os.makedirs(self.path("bin"))
-        self.remote = self.path("bin", "distrun")
-        os.symlink(DISTRUN, self.remote)
-
     def distrun(self, *args, hosts=None):
         return [self.remote, "--remote-distrun", self.remote, "-x", self.marker,
                 "-H", hosts or ",".join(HOSTS), *args]
-
-    def left(self):
-        return processes_everywhere(self.marker_value)
-
-    def assert_nothing_left(self, timeout=10):
-        wait_for(lambda: not self.left(), timeout=timeout)
-        left = self.left()
-        self.assertEqual(left, {}, "\n".join(f"{h}: {describe(p)}" for h, pids in left.items() for p in pids))
 
     def start_and_wait(self, args, files, env=None):
         p = self.login_popen(args, env=env)
@@ -213,7 +197,7 @@ class SshLaunch(DistrunSshCase):
             self.assertIn(f"== {h}: node {i} of {len(HOSTS)} ==", r.stdout)
             self.assertIn(f"--node-rank={i}", r.stdout)
         self.assertRegex(r.stdout, rf"reached by +ssh -T -x -o BatchMode=yes .* -- {HOSTS[1]} 'exec ")
-        self.assertIn(f"hosts             (known after rendezvous)", r.stdout)
+        self.assertIn("hosts             (known after rendezvous)", r.stdout)
         self.assertNotIn("tok-x", r.stdout)
 
 
