@@ -38,8 +38,8 @@ HostPort ParseHostPort(std::string_view what, std::string_view value, PortZero z
 // "host:port", with IPv6 literals in brackets.
 std::string FormatHostPort(std::string_view host, int port);
 
-// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h"), at most 1e9 s. Errors name
-// `what`. Every option and variable that holds a duration is read by this one function.
+// Seconds, fractions allowed ("0.5"), with an optional unit: s, m, h ("90s", "2h"), at most 1e9 s. Errors
+// name `what`. Every option and variable that holds a duration is read by this one function.
 double ParseSeconds(std::string_view what, std::string_view value);
 // The inverse, for messages and variables: 30 -> "30s", 0.25 -> "0.25s", 1e9 -> "1000000000s" (never an
 // exponent: ParseSeconds reads every result back). Whole microseconds; less is rounded. Inline: the

@@ -81,8 +81,9 @@ TEST(ParseSeconds, ReadsFractionsAndUnits) {
     ParseSeconds("--heartbeat-timeout", "ten");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "--heartbeat-timeout='ten' is not valid; use seconds (0.5, 30) or a number with s, m or h "
-                           "(90s, 10m, 2h)");
+    EXPECT_STREQ(e.what(),
+                 "--heartbeat-timeout='ten' is not valid; use seconds (0.5, 30) or a number with s, m or h "
+                 "(90s, 10m, 2h)");
   }
 }
 

@@ -235,11 +235,11 @@ int StatusVerb(const std::vector<std::string>& args, const Env& env) {
         "watch is not armed\n");
     return 0;
   }
-  std::printf("hang watch: %s\n", v.hang_timeout
-                                      ? ("hung after " + FormatSeconds(*v.hang_timeout) + " without progress" +
-                                         (v.hang_timeout_learned ? " (learned)" : " (--hang-timeout)"))
-                                            .c_str()
-                                      : "off (--hang-timeout off)");
+  std::printf("hang watch: %s\n",
+              v.hang_timeout ? ("hung after " + FormatSeconds(*v.hang_timeout) + " without progress" +
+                                (v.hang_timeout_learned ? " (learned)" : " (--hang-timeout)"))
+                                   .c_str()
+                             : "off (--hang-timeout off)");
   std::vector<int64_t> steps;
   std::vector<double> rates;
   for (const RankProgress& r : v.ranks) {

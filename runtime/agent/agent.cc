@@ -420,11 +420,13 @@ void Agent::HeartbeatLoop() {
     last_wake = now;
     std::optional<std::string> lost;
     if (last_answer_ && now - *last_answer_ > config_.heartbeat_timeout + grace_) {
-      lost = grace_ == std::chrono::steady_clock::duration{}
-                 ? "no answer for " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)"
-                 : "no answer for twice " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";
+      lost =
+          grace_ == std::chrono::steady_clock::duration{}
+              ? "no answer for " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)"
+              : "no answer for twice " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)";
     } else if (!last_answer_ && now - started_ > config_.initialization_timeout) {
-      lost = "no answer within " + FormatSeconds(config_.initialization_timeout) + " (--initialization-timeout)";
+      lost =
+          "no answer within " + FormatSeconds(config_.initialization_timeout) + " (--initialization-timeout)";
     }
     std::optional<NodeProgress> progress;
     if (beat) {

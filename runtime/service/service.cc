@@ -826,7 +826,8 @@ void CoordinationService::Tick() {
         if (!n.heartbeat_deadline || n.succeeded) continue;
         if (now >= *n.heartbeat_deadline) {
           n.heartbeat_deadline.reset();
-          LoseNode(i, "no heartbeat for " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
+          LoseNode(i,
+                   "no heartbeat for " + FormatSeconds(config_.heartbeat_timeout) + " (--heartbeat-timeout)",
                    completions, /*silent=*/true);
         } else {
           earliest_heartbeat_deadline_ = std::min(earliest_heartbeat_deadline_, *n.heartbeat_deadline);

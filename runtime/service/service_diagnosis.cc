@@ -284,7 +284,8 @@ JobStatusView CoordinationService::Overview() const {
       std::optional<NodeProgress> p = hang_watch_.NodeAsOf(i, now);
       int workers = p ? p->workers : (n.join ? n.join->local_workers : 0);
       line += ": " + std::to_string(workers) + (workers == 1 ? " worker" : " workers");
-      if (p && p->quiet_ms > 0) line += ", quiet for " + FormatSeconds(std::chrono::milliseconds(p->quiet_ms));
+      if (p && p->quiet_ms > 0)
+        line += ", quiet for " + FormatSeconds(std::chrono::milliseconds(p->quiet_ms));
     }
     if (!n.stream) line += ", no liveness stream";
     v.nodes.push_back(std::move(line));

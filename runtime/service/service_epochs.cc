@@ -267,8 +267,9 @@ void CoordinationService::Arrived(int agent, Completions& completions) {
   if (!membership_.waiting(agent) || membership_.range().scale_up == ScaleUp::kNever) return;
   const bool now = membership_.range().scale_up == ScaleUp::kNow;
   std::string notice = NodeName(agent) + " arrived; ";
-  notice += now ? "the job restarts with it in " + FormatSeconds(config_.scale_up_notice) + " (--scale-up now)"
-                : "it joins the world at the next restart (--scale-up next-restart)";
+  notice +=
+      now ? "the job restarts with it in " + FormatSeconds(config_.scale_up_notice) + " (--scale-up now)"
+          : "it joins the world at the next restart (--scale-up next-restart)";
   // Workers that want to checkpoint first watch this epoch's key, or take the signal their distrun sends
   // on the notice (--change-signal).
   (void)StoreValue(kChangeKey, notice, completions);

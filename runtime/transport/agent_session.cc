@@ -121,8 +121,9 @@ bool AgentSession::Liveness(const v1::AgentHeartbeat& message) {
   if (message.has_join()) {
     NodeJoin join = FromProto(message.join());
     if (join.node_rank != wire) {
-      link->Refuse({StatusCode::kInvalidArgument,
-                    "node " + std::to_string(wire) + "'s channel joined as node " + std::to_string(join.node_rank)});
+      link->Refuse(
+          {StatusCode::kInvalidArgument,
+           "node " + std::to_string(wire) + "'s channel joined as node " + std::to_string(join.node_rank)});
       return false;
     }
     join.node_rank = node;

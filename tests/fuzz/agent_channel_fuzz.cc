@@ -105,7 +105,8 @@ void AsAgentReads(std::string_view bytes) {
 
 // The session logs admissions and refusals; a fuzzer's millions of them say nothing.
 std::shared_ptr<spdlog::logger> Quiet() {
-  static const auto log = std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
+  static const auto log =
+      std::make_shared<spdlog::logger>("fuzz", std::make_shared<spdlog::sinks::null_sink_mt>());
   return log;
 }
 
