@@ -10,14 +10,23 @@ from distrun_harness import run  # noqa: E402
 from launch_helpers import PYTHON, LaunchCase  # noqa: E402
 
 # Rank FAIL_RANK raises from a @record main (or, with PLAIN set, exits 3 after a stderr line, without
-# @record); the others print their error file's path and wait to be stopped.
+# @record); the others print their error file's path and wait to be stopped. The failing rank fails only
+# once every rank has printed: torch's import takes seconds on a loaded machine, and a rank stopped before
+# it printed would fail the test, not distrun.
 WORKER = r"""
 import os, sys, time
 from torch.distributed.elastic.multiprocessing.errors import record
 
-rank = int(os.environ["RANK"])
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 path = os.environ.get("TORCHELASTIC_ERROR_FILE", "")
 print(f"error-file {rank} {path}", flush=True)
+marks = os.path.join(os.environ["MARKS"], os.environ["DISTRUN_RESTART_COUNT"])
+os.makedirs(marks, exist_ok=True)
+open(os.path.join(marks, str(rank)), "w").close()
+if rank == int(os.environ["FAIL_RANK"]):
+    deadline = time.monotonic() + 120
+    while len(os.listdir(marks)) < world and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 def check_learning_rate(lr):
     if lr < 0:
@@ -44,8 +53,9 @@ class TorchErrorFiles(LaunchCase):
             f.write(WORKER)
         tmp = self.path("tmp")
         os.makedirs(tmp, exist_ok=True)
+        marks = self.path("marks")
         return run(["--nproc-per-node", "3", "--tag-output", "off", "--grace-period", "5", *extra, "--",
-                    PYTHON, script], env=self.env(TMPDIR=tmp, **env), timeout=240)
+                    PYTHON, script], env=self.env(TMPDIR=tmp, MARKS=marks, **env), timeout=240)
 
     def error_files(self, stdout):
         return {int(rank): path for _, rank, path in
