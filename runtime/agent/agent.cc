@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "detect/parse.h"
 #include "runtime/service/message_text.h"
@@ -247,7 +248,14 @@ void Agent::Push(const JobEvent& event) {
   std::lock_guard lock(mu_);
   last_answer_ = std::chrono::steady_clock::now();
   grace_ = {};
-  if (event.kind == JobEvent::Kind::kHeartbeat) return;
+  if (event.kind == JobEvent::Kind::kHeartbeat) {
+    if (beat_out_) {
+      round_trip_ = std::max(std::chrono::microseconds(1), std::chrono::duration_cast<std::chrono::microseconds>(
+                                                               *last_answer_ - *beat_out_));
+      beat_out_.reset();
+    }
+    return;
+  }
   if (event.kind == JobEvent::Kind::kStandby) {
     // This node is the epoch's standby: the coordinator holds a write back until it hears this was applied.
     if (replica_.Apply(*event.standby_update) == StandbyReplica::Result::kNeedSnapshot)
@@ -435,8 +443,15 @@ void Agent::HeartbeatLoop() {
       progress_news_ = false;
       if (progress) progress_sent_ = now;
     }
-    const auto unanswered = std::chrono::duration_cast<std::chrono::milliseconds>(
+    LinkNews news;
+    news.unanswered = std::chrono::duration_cast<std::chrono::milliseconds>(
         last_answer_ ? now - *last_answer_ : std::chrono::steady_clock::duration{});
+    if (beat && !lost) {
+      news.round_trip = std::exchange(round_trip_, {});
+      // One beat out at a time is timed; one unanswered for a whole timeout was lost on the way (a
+      // reconnection), and this one is timed instead.
+      if (!beat_out_ || now - *beat_out_ > config_.heartbeat_timeout) beat_out_ = now;
+    }
     const uint64_t generation = generation_;
     lock.unlock();
     std::shared_ptr<AgentStream> stream = Stream();
@@ -444,9 +459,9 @@ void Agent::HeartbeatLoop() {
       CoordinatorLost(*lost, generation);
       if (!config_.on_coordinator_lost) stream->Close();  // else the failover closes it
     } else if (progress) {
-      stream->SendProgress(*progress, unanswered);
+      stream->SendProgress(*progress, news);
     } else if (beat) {
-      stream->SendHeartbeat(unanswered);
+      stream->SendHeartbeat(news);
     }
     lock.lock();
   }

@@ -148,6 +148,10 @@ class Agent {
   // hear the old coordinator for up to one more timeout before it serves (a bad link of the coordinator's
   // reaches each node at its own time).
   std::chrono::steady_clock::duration grace_{};
+  // The oldest heartbeat still waiting for its answer, and the last round trip measured and not yet
+  // reported (sent with the next heartbeat: node 0 keeps them, distrun_heartbeat_round_trip_seconds).
+  std::optional<std::chrono::steady_clock::time_point> beat_out_;
+  std::chrono::microseconds round_trip_{};
   std::string lost_reason_;  // why the liveness stream ended, once it has
   bool stream_closed_ = false;
   std::optional<JobEvent> join_answer_;  // the answer to the latest join

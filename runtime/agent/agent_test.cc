@@ -102,6 +102,34 @@ TEST_F(AgentTest, RendezvousThenAFailureStopsEveryNode) {
   EXPECT_EQ(own->kind, JobEvent::Kind::kStop);
 }
 
+TEST_F(AgentTest, EachNodesHeartbeatRoundTripsReachNode0) {
+  StartServer(2);
+  auto a0 = MakeAgent(0, 2, 1);
+  auto a1 = MakeAgent(1, 2, 1);
+  JoinAll({a0.get(), a1.get()});
+  // Every 50 ms a heartbeat; each reports the one before it.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  JobStatusView view;
+  while (std::chrono::steady_clock::now() < deadline) {
+    view = service->Overview();
+    if (view.round_trips.size() == 2 && view.round_trips[0].round_trips.count() >= 3 &&
+        view.round_trips[1].round_trips.count() >= 3)
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(view.round_trips.size(), 2u);
+  for (int node = 0; node < 2; ++node) {
+    const NodeRoundTrips& n = view.round_trips[static_cast<size_t>(node)];
+    EXPECT_EQ(n.node, node);
+    EXPECT_EQ(n.host, "host" + std::to_string(node));
+    ASSERT_GE(n.round_trips.count(), 3u);
+    // Measured, not made up: each round trip took some time, and less than the heartbeat timeout.
+    EXPECT_GT(n.round_trips.sum_seconds(), 0);
+    EXPECT_LT(n.round_trips.sum_seconds() / static_cast<double>(n.round_trips.count()), 5.0);
+    EXPECT_EQ(n.round_trips.AtMost(RoundTrips::kBounds.size() - 1), n.round_trips.count());
+  }
+}
+
 TEST_F(AgentTest, ANoticeOfAnArrivalKeepsTheAgentsBeating) {
   ServiceConfig sc;
   sc.num_nodes = 2;

@@ -104,6 +104,15 @@ std::string JobMetricsText(const JobStatusView& view) {
     }
     break;
   }
+  p.Family("distrun_heartbeat_round_trip_seconds", "histogram",
+           "How long each node's heartbeats waited for node 0's answer, as its distrun measured them.");
+  for (const NodeRoundTrips& n : view.round_trips) {
+    std::vector<std::pair<double, uint64_t>> buckets;
+    for (size_t i = 0; i < RoundTrips::kBounds.size(); ++i)
+      buckets.emplace_back(RoundTrips::kBounds[i], n.round_trips.AtMost(i));
+    p.Histogram({{"node", std::to_string(n.node)}, {"host", n.host}}, buckets, n.round_trips.sum_seconds(),
+                n.round_trips.count());
+  }
   p.Family("distrun_hung", "gauge", "1 when the hang watch declared the current epoch hung.");
   p.Sample(view.hung ? 1 : 0);
   p.Family("distrun_stragglers", "gauge", "Ranks named stragglers now (distrun --straggler-threshold).");

@@ -61,7 +61,7 @@ std::string FormatMetricValue(double value) {
 
 void PrometheusText::Family(std::string_view name, std::string_view type, std::string_view help) {
   if (!ValidName(name)) throw std::invalid_argument("not a metric name: " + std::string(name));
-  if (type != "counter" && type != "gauge" && type != "untyped") {
+  if (type != "counter" && type != "gauge" && type != "histogram" && type != "untyped") {
     throw std::invalid_argument("not a metric type: " + std::string(type));
   }
   name_ = std::string(name);
@@ -69,9 +69,26 @@ void PrometheusText::Family(std::string_view name, std::string_view type, std::s
   text_ += "# TYPE " + name_ + " " + std::string(type) + "\n";
 }
 
-void PrometheusText::Sample(const MetricLabels& labels, double value) {
+void PrometheusText::Sample(const MetricLabels& labels, double value) { Line("", labels, value); }
+
+void PrometheusText::Histogram(const MetricLabels& labels, const std::vector<std::pair<double, uint64_t>>& buckets,
+                               double sum, uint64_t count) {
+  MetricLabels with_le = labels;
+  with_le.emplace_back("le", "");
+  for (const auto& [bound, at_most] : buckets) {
+    with_le.back().second = FormatMetricValue(bound);
+    Line("_bucket", with_le, static_cast<double>(at_most));
+  }
+  with_le.back().second = "+Inf";
+  Line("_bucket", with_le, static_cast<double>(count));
+  Line("_sum", labels, sum);
+  Line("_count", labels, static_cast<double>(count));
+}
+
+void PrometheusText::Line(std::string_view suffix, const MetricLabels& labels, double value) {
   if (name_.empty()) throw std::invalid_argument("a sample before its family");
   text_ += name_;
+  text_ += suffix;
   if (!labels.empty()) {
     text_ += '{';
     for (size_t i = 0; i < labels.size(); ++i) {

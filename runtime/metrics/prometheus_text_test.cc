@@ -39,11 +39,25 @@ TEST(PrometheusText, NamesAndLabelsPrometheusOwnsAreRefused) {
   EXPECT_THROW(t.Sample(1), std::invalid_argument);
   EXPECT_THROW(t.Family("9lives", "gauge", ""), std::invalid_argument);
   EXPECT_THROW(t.Family("a-b", "gauge", ""), std::invalid_argument);
-  EXPECT_THROW(t.Family("ok_name", "histogram", ""), std::invalid_argument);
+  EXPECT_THROW(t.Family("ok_name", "summary", ""), std::invalid_argument);
   t.Family("ok_name", "counter", "");
   EXPECT_THROW(t.Sample({{"job", "x"}}, 1), std::invalid_argument);
   EXPECT_THROW(t.Sample({{"instance", "x"}}, 1), std::invalid_argument);
   EXPECT_THROW(t.Sample({{"__name__", "x"}}, 1), std::invalid_argument);
+}
+
+TEST(PrometheusText, HistogramsHaveCumulativeBucketsSumAndCount) {
+  PrometheusText t;
+  t.Family("distrun_rtt_seconds", "histogram", "Round trips.");
+  t.Histogram({{"node", "1"}}, {{0.001, 2}, {0.5, 5}}, 1.25, 7);
+  EXPECT_EQ(t.text(),
+            "# HELP distrun_rtt_seconds Round trips.\n"
+            "# TYPE distrun_rtt_seconds histogram\n"
+            "distrun_rtt_seconds_bucket{node=\"1\",le=\"0.001\"} 2\n"
+            "distrun_rtt_seconds_bucket{node=\"1\",le=\"0.5\"} 5\n"
+            "distrun_rtt_seconds_bucket{node=\"1\",le=\"+Inf\"} 7\n"
+            "distrun_rtt_seconds_sum{node=\"1\"} 1.25\n"
+            "distrun_rtt_seconds_count{node=\"1\"} 7\n");
 }
 
 }  // namespace

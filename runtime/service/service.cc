@@ -361,7 +361,7 @@ Status CoordinationService::AttachAgent(int node_rank, EventSink sink, uint64_t*
 }
 
 void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered,
-                                    uint32_t retransmitted) {
+                                    uint32_t retransmitted, std::chrono::microseconds round_trip) {
   std::lock_guard lock(mu_);
   auto it = streams_.find(stream_id);
   if (it == streams_.end()) return;
@@ -380,6 +380,7 @@ void CoordinationService::Heartbeat(uint64_t stream_id, std::chrono::millisecond
       node.lossy = now;
     node.retransmitted = now;
   }
+  if (round_trip.count() > 0) node.round_trips.Add(round_trip);
   sinks_[stream_id](JobEvent{});
 }
 

@@ -145,7 +145,9 @@ class CoordinationService {
   // heard nothing from the coordinator when it sent it (half the heartbeat timeout or more: it is about to
   // fence itself, so it does not vouch for its workers). `retransmitted`: the segments the transport had to
   // send the node again since its previous heartbeat (its link drops packets).
-  void Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered = {}, uint32_t retransmitted = 0);
+  // `round_trip`: how long the node's previous heartbeat waited for its answer (0: none measured).
+  void Heartbeat(uint64_t stream_id, std::chrono::milliseconds unanswered = {}, uint32_t retransmitted = 0,
+                 std::chrono::microseconds round_trip = {});
   // The stream broke: the node is dead at once unless it has finished or the job is over.
   void DetachAgent(uint64_t stream_id);
 
@@ -233,6 +235,7 @@ class CoordinationService {
     // segment on a busy network is not a bad link).
     std::optional<Clock::time_point> retransmitted;
     std::optional<Clock::time_point> lossy;
+    RoundTrips round_trips;
     bool succeeded = false;   // this round
     bool replicates = false;  // as it last joined
     bool claimed = false;     // a node that claimed its seat was given this one (Admit)

@@ -289,6 +289,7 @@ JobStatusView CoordinationService::Overview() const {
     }
     if (!n.stream) line += ", no liveness stream";
     v.nodes.push_back(std::move(line));
+    if (n.round_trips.count() > 0) v.round_trips.push_back({i, HostOf(i), n.round_trips});
   }
   return v;
 }

@@ -13,6 +13,7 @@
 
 #include "runtime/recovery/recovery_ledger.h"
 #include "runtime/recovery/world_change.h"
+#include "runtime/service/round_trips.h"
 #include "runtime/service/service_snapshot.h"
 
 namespace distrun {
@@ -237,6 +238,20 @@ struct EpochSpan {
 // "rendezvous", "running", "succeeded", "stopped": the state's name on the wire and in node 0's JSON.
 const char* JobStateName(JobState state);
 
+// What each heartbeat says of the node's link to the coordinator (AgentHeartbeat.unanswered_ms and
+// round_trip_us).
+struct LinkNews {
+  std::chrono::milliseconds unanswered{};  // how long this node has heard nothing from the coordinator
+  std::chrono::microseconds round_trip{};  // its previous heartbeat's answer came this long after it (0: none)
+};
+
+// One node's heartbeat round trips (node 0's view).
+struct NodeRoundTrips {
+  int node = 0;
+  std::string host;
+  RoundTrips round_trips;
+};
+
 struct JobStatusView {
   JobState state = JobState::kRendezvous;
   int epoch = 0;
@@ -263,6 +278,7 @@ struct JobStatusView {
   std::vector<RecoveryRecord> recoveries;
   uint64_t recoveries_in_place = 0;
   uint64_t recoveries_restart = 0;
+  std::vector<NodeRoundTrips> round_trips;  // nodes of the job that reported any, by node rank
 };
 
 }  // namespace distrun

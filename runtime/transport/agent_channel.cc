@@ -288,17 +288,17 @@ bool AgentChannel::Send(const std::string& frame, bool skippable) {
   return WriteAll(fd, frame);
 }
 
-v1::AgentFrame AgentChannel::Beat(std::chrono::milliseconds unanswered) {
+v1::AgentFrame AgentChannel::Beat(const LinkNews& news) {
   v1::AgentFrame frame;
   frame.mutable_liveness()->set_node_rank(options_.node_rank);
-  frame.mutable_liveness()->set_unanswered_ms(UnansweredMs(unanswered));
+  SetLinkNews(news, frame.mutable_liveness());
   std::lock_guard lock(mu_);
   if (fd_ >= 0) frame.mutable_liveness()->set_retransmitted(retransmits_.Since(fd_));
   return frame;
 }
 
-bool AgentChannel::SendHeartbeat(std::chrono::milliseconds unanswered) {
-  return Send(Framed(Beat(unanswered)), /*skippable=*/true);
+bool AgentChannel::SendHeartbeat(const LinkNews& news) {
+  return Send(Framed(Beat(news)), /*skippable=*/true);
 }
 
 bool AgentChannel::SendJoin(const NodeJoin& join) {
@@ -317,8 +317,8 @@ bool AgentChannel::SendSuccess(int restart_round) {
   return Send(Framed(frame), /*skippable=*/false);
 }
 
-bool AgentChannel::SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) {
-  v1::AgentFrame frame = Beat(unanswered);
+bool AgentChannel::SendProgress(const NodeProgress& progress, const LinkNews& news) {
+  v1::AgentFrame frame = Beat(news);
   ToProto(progress, frame.mutable_liveness()->mutable_progress());
   return Send(Framed(frame), /*skippable=*/true);
 }

@@ -47,10 +47,10 @@ class AgentChannel final : public AgentStream {
   AgentChannel(const AgentChannel&) = delete;
   AgentChannel& operator=(const AgentChannel&) = delete;
 
-  bool SendHeartbeat(std::chrono::milliseconds unanswered) override;
+  bool SendHeartbeat(const LinkNews& news) override;
   bool SendJoin(const NodeJoin& join) override;
   bool SendSuccess(int restart_round) override;
-  bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override;
+  bool SendProgress(const NodeProgress& progress, const LinkNews& news) override;
   bool SendStacks(const StacksReply& reply) override;
   bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) override;
   void Close() override;
@@ -78,7 +78,7 @@ class AgentChannel final : public AgentStream {
   bool Send(const std::string& frame, bool skippable);
   // A heartbeat: who speaks, how long it heard nothing, and the connection's retransmissions since the
   // previous one.
-  v1::AgentFrame Beat(std::chrono::milliseconds unanswered);
+  v1::AgentFrame Beat(const LinkNews& news);
   void EndCalls(const Status& status);
 
   AgentChannelOptions options_;

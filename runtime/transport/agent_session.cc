@@ -116,7 +116,8 @@ bool AgentSession::Liveness(const v1::AgentHeartbeat& message) {
     SendEvent(wire, JobEvent{});
   } else if (!message.has_join() && !message.has_success()) {
     service_.Heartbeat(*id, std::chrono::milliseconds(message.unanswered_ms()),
-                       link->Retransmits() + message.retransmitted());
+                       link->Retransmits() + message.retransmitted(),
+                       std::chrono::microseconds(message.round_trip_us()));
   }
   if (message.has_join()) {
     NodeJoin join = FromProto(message.join());

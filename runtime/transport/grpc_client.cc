@@ -40,13 +40,13 @@ class Stream final : public LivenessStream {
 
   ~Stream() override { Close(); }
 
-  bool SendHeartbeat(std::chrono::milliseconds unanswered) override {
+  bool SendHeartbeat(const LinkNews& news) override {
     // A write still in progress (the coordinator not up yet) makes this heartbeat needless; the caller
     // must not block on it, it has timeouts to check.
     std::unique_lock lock(write_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return true;
     v1::AgentHeartbeat message = heartbeat_;
-    message.set_unanswered_ms(UnansweredMs(unanswered));
+    SetLinkNews(news, &message);
     return !closed_ && stream_->Write(message);
   }
 
@@ -57,11 +57,11 @@ class Stream final : public LivenessStream {
     return WriteNews(message);
   }
 
-  bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override {
+  bool SendProgress(const NodeProgress& progress, const LinkNews& news) override {
     std::unique_lock lock(write_mu_, std::try_to_lock);
     if (!lock.owns_lock()) return true;
     v1::AgentHeartbeat message = heartbeat_;
-    message.set_unanswered_ms(UnansweredMs(unanswered));
+    SetLinkNews(news, &message);
     ToProto(progress, message.mutable_progress());
     return !closed_ && stream_->Write(message);
   }

@@ -39,16 +39,15 @@ struct GrpcClientConfig {
 class LivenessStream {
  public:
   virtual ~LivenessStream() = default;
-  // False once the stream has ended. `unanswered`: how long this node has heard nothing from the
-  // coordinator (AgentHeartbeat.unanswered_ms).
-  virtual bool SendHeartbeat(std::chrono::milliseconds unanswered) = 0;
+  // False once the stream has ended.
+  virtual bool SendHeartbeat(const LinkNews& news) = 0;
   // Joins a round on the stream; the answer arrives as a kJoined event. Blocks until it is written (or the
   // stream ended: false).
   virtual bool SendJoin(const NodeJoin& join) = 0;
   // Every worker of this node exited 0 in `restart_round` (the ReportSuccess call's news, unanswered).
   virtual bool SendSuccess(int restart_round) = 0;
   // A heartbeat that carries this node's progress (skipped, as a heartbeat is, while a write is stuck).
-  virtual bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) = 0;
+  virtual bool SendProgress(const NodeProgress& progress, const LinkNews& news) = 0;
   // The answer to a kStacks event.
   virtual bool SendStacks(const StacksReply& reply) = 0;
   // The epoch's standby applied the coordinator's updates up to `applied` (CoordinationService::

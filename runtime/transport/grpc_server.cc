@@ -361,7 +361,8 @@ class GrpcServer::Impl final : public v1::Coordination::CallbackService {
         // the last answer).
         Enqueue(JobEvent{});
       } else if (!in_.has_join() && !in_.has_success()) {
-        impl_.service_.Heartbeat(*stream_id_, std::chrono::milliseconds(in_.unanswered_ms()));
+        impl_.service_.Heartbeat(*stream_id_, std::chrono::milliseconds(in_.unanswered_ms()), 0,
+                                 std::chrono::microseconds(in_.round_trip_us()));
       }
       if (in_.has_join() && !Join(in_.join())) return;  // closed: a join for another node
       if (in_.has_success()) {

@@ -77,9 +77,9 @@ bool InProcessStream::Join(const NodeJoin& join) {
 
 bool InProcessStream::Attached() const { return stream_id_ && shared_->open(); }
 
-bool InProcessStream::SendHeartbeat(std::chrono::milliseconds unanswered) {
+bool InProcessStream::SendHeartbeat(const LinkNews& news) {
   if (!Attached()) return false;
-  service_.Heartbeat(*stream_id_, unanswered);
+  service_.Heartbeat(*stream_id_, news.unanswered, 0, news.round_trip);
   return true;
 }
 
@@ -95,9 +95,9 @@ bool InProcessStream::SendSuccess(int restart_round) {
   return true;
 }
 
-bool InProcessStream::SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) {
+bool InProcessStream::SendProgress(const NodeProgress& progress, const LinkNews& news) {
   if (!Attached()) return false;
-  service_.Heartbeat(*stream_id_, unanswered);
+  service_.Heartbeat(*stream_id_, news.unanswered, 0, news.round_trip);
   service_.ReportProgress(node_rank_, progress);
   return true;
 }

@@ -26,10 +26,10 @@ class InProcessStream final : public AgentStream {
   InProcessStream(const InProcessStream&) = delete;
   InProcessStream& operator=(const InProcessStream&) = delete;
 
-  bool SendHeartbeat(std::chrono::milliseconds unanswered) override;
+  bool SendHeartbeat(const LinkNews& news) override;
   bool SendJoin(const NodeJoin& join) override;
   bool SendSuccess(int restart_round) override;
-  bool SendProgress(const NodeProgress& progress, std::chrono::milliseconds unanswered) override;
+  bool SendProgress(const NodeProgress& progress, const LinkNews& news) override;
   bool SendStacks(const StacksReply& reply) override;
   bool SendStandbyApplied(uint64_t applied, bool needs_snapshot) override;
   void Close() override;

@@ -21,9 +21,10 @@ inline constexpr char kTokenHeader[] = "x-distrun-token";
 // refused (fenced), so that a worker the job went on without cannot change the new epoch's store.
 inline constexpr char kEpochHeader[] = "x-distrun-epoch";
 
-// AgentHeartbeat.unanswered_ms (capped: an agent that heard nothing for 49 days says so).
-inline uint32_t UnansweredMs(std::chrono::milliseconds unanswered) {
-  return static_cast<uint32_t>(std::clamp<int64_t>(unanswered.count(), 0, UINT32_MAX));
+// AgentHeartbeat.unanswered_ms and round_trip_us (capped: an agent that heard nothing for 49 days says so).
+inline void SetLinkNews(const LinkNews& news, v1::AgentHeartbeat* out) {
+  out->set_unanswered_ms(static_cast<uint32_t>(std::clamp<int64_t>(news.unanswered.count(), 0, UINT32_MAX)));
+  out->set_round_trip_us(static_cast<uint32_t>(std::clamp<int64_t>(news.round_trip.count(), 0, UINT32_MAX)));
 }
 
 grpc::Status ToGrpc(const Status& status);

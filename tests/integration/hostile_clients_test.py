@@ -5,8 +5,9 @@ port get, at once: silent connections held open, random bytes, 0xffffffff length
 never ends, requests pipelined and never read, and a client that connects and resets in a loop. The job's
 two workers meanwhile set keys, pass a barrier and read each other's keys through node 0, every step: every
 answer must be right, the job must go on stepping, node 0's memory must stay bounded, and afterwards both
-ports must answer as before. The step rates before, during and after are printed (bench/RESULTS.md keeps
-them); the test asserts no timing beyond "the job went on".
+ports must answer as before. The step rates and node 1's heartbeat round trips (node 0's
+distrun_heartbeat_round_trip_seconds) before, during and after are printed (bench/RESULTS.md keeps them); the
+test asserts no timing beyond "the job went on" and "node 1's heartbeats were answered during the attack".
 """
 import json
 import os
@@ -30,6 +31,8 @@ from python_workers import cache_value, module_env, python_command
 TOKEN = "hostile-clients-test-token"
 SILENT_PER_PORT = int(os.environ.get("HOSTILE_SILENT", "1000"))
 ATTACK_SECONDS = float(os.environ.get("HOSTILE_SECONDS", "6"))
+# Before and after the attack: the step rate and node 1's heartbeat round trips (one a second) in as long.
+QUIET_SECONDS = float(os.environ.get("HOSTILE_QUIET_SECONDS", "2"))
 # Node 0's resident memory may grow by this much under the attack (the 2,000 silent connections' buffers and
 # threads included); a leak per connection or per byte would go far past it.
 MAX_GROWTH_KB = 128 * 1024
@@ -69,6 +72,29 @@ print(f"rank {rank}: {step} steps, every answer right", flush=True)
 def rss_kb(pid):
     with open(f"/proc/{pid}/status") as f:
         return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+ROUND_TRIP = re.compile(r'^distrun_heartbeat_round_trip_seconds_bucket\{node="(\d+)",host="[^"]*",le="([^"]+)"\} (\S+)$',
+                        re.M)
+
+
+def round_trip_buckets(url):
+    """{(node, upper bound): heartbeats answered within it} from node 0's /metrics (cumulative, as scraped)."""
+    status, body = http_get(url + "metrics")
+    assert status == 200, status
+    return {(int(node), float(le)): float(n) for node, le, n in ROUND_TRIP.findall(body)}
+
+
+def round_trip_percentiles(earlier, later, node, quantiles=(0.5, 0.99, 1.0)):
+    """The round trips of `node`'s heartbeats answered between two scrapes: (count, the bucket bound that
+    holds each quantile). A bound, not an exact figure: the histogram's buckets go in 1-2-5 steps."""
+    bounds = sorted(le for n, le in later if n == node)
+    delta = [later[(node, le)] - earlier.get((node, le), 0) for le in bounds]
+    total = delta[-1] if delta else 0
+    out = []
+    for q in quantiles:
+        out.append(next((le for le, n in zip(bounds, delta) if total and n >= q * total), float("nan")))
+    return int(total), out
 
 
 def http_get(url, timeout=10):
@@ -207,7 +233,9 @@ class HostileClients(MultiNodeCase):
         self.assertTrue(wait_for(lambda: self.steps() >= 20, timeout=60), "the job did not step:\n" + "".join(lines))
 
         rss_before = rss_kb(nodes[0].pid)
-        rate_before = self.rate(2)
+        trips = [round_trip_buckets(url)]
+        rate_before = self.rate(QUIET_SECONDS)
+        trips.append(round_trip_buckets(url))
         attacks = [Attack(self.port, http=False), Attack(metrics_port, http=True)]
         for a in attacks:
             a.start()
@@ -216,12 +244,20 @@ class HostileClients(MultiNodeCase):
         self.assertGreater(self.steps(), steps_at_start, "the job stopped stepping under the attack")
         rss_during = rss_kb(nodes[0].pid)
         counts = [a.stop() for a in attacks]
-        rate_after = self.rate(2)
+        trips.append(round_trip_buckets(url))
+        rate_after = self.rate(QUIET_SECONDS)
+        trips.append(round_trip_buckets(url))
         rss_after = rss_kb(nodes[0].pid)
+        # Node 1's heartbeats cross the runtime port (node 0's own agent calls its service in process).
+        windows = [round_trip_percentiles(a, b, node=1) for a, b in zip(trips, trips[1:])]
         print(f"hostile clients: steps/s before {rate_before:.1f}, during {rate_during:.1f} "
               f"({100 * rate_during / max(rate_before, 1e-9):.0f} %), after {rate_after:.1f}; node 0's RSS "
-              f"{rss_before} -> {rss_during} -> {rss_after} kB; runtime port {counts[0]}; metrics port {counts[1]}",
-              flush=True)
+              f"{rss_before} -> {rss_during} -> {rss_after} kB; runtime port {counts[0]}; metrics port {counts[1]}; "
+              "node 1's heartbeat round trips (count, p50/p99/max at most, s) before/during/after: "
+              + "; ".join(f"{n}, {'/'.join(f'{v:g}' for v in qs)}" for n, qs in windows), flush=True)
+        # Node 0 went on answering node 1's heartbeats while under attack (the metric is measured: each
+        # window holds the heartbeats answered in it).
+        self.assertGreater(windows[1][0], 0, "no heartbeat of node 1 was answered during the attack")
         self.assertEqual(counts[0]["silent"], SILENT_PER_PORT)
         self.assertEqual(counts[1]["silent"], SILENT_PER_PORT)
         if cache_value("DISTRUN_SANITIZE") != "ON":
