@@ -8,7 +8,6 @@ without stopping it.
 
 Skipped, with the reason, when this distrun does not join the nodes of a job yet (see
 cluster_harness.distrun_has_job_runtime)."""
-import json
 import os
 import re
 import subprocess

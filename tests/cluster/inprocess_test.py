@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from cluster_harness import DISTRUN, NODES, REPO, JobRuntimeCase, distrun_pids_on, main, script_pids_on, wait_for
 
@@ -146,7 +145,7 @@ class InProcessAcrossHosts(JobRuntimeCase):
         self.kept(0, 1, [0, 1])
 
     def test_a_cut_link_is_left_behind(self):
-        p = self.start("--nnodes", "2:3", "--elastic-policy", "spares")
+        self.start("--nnodes", "2:3", "--elastic-policy", "spares")
         link = ["nsenter", f"--net=/run/netns/distrun-lab-{NODES[1]}", "ip", "link", "set", "eth0"]
         subprocess.run(link + ["down"], check=True)
         try:

@@ -2,9 +2,7 @@
 torch 1.13 gloo workers on three hosts, a restart round that re-initialises from a fresh keyspace, and a
 stranger on the login host (not a host of the job) that can neither read, write nor hold the store."""
 import os
-import re
 import subprocess
-import time
 
 from cluster_harness import DISTRUN, NODES, PYTHON, REPO, JobRuntimeCase, main, on_login_host
 

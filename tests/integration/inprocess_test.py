@@ -14,7 +14,7 @@ import unittest
 import urllib.request
 
 import cdp
-from launch_helpers import PYTHON, wait_for
+from launch_helpers import wait_for
 from multi_node import MultiNodeCase, free_port
 from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command
 

@@ -4,13 +4,9 @@ detection from distrun.section with one slow rank, `distrun status`'s scores, an
 import json
 import os
 import re
-import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import threading
-import time
 import unittest
 import urllib.error
 import urllib.parse
