@@ -250,8 +250,9 @@ void Agent::Push(const JobEvent& event) {
   grace_ = {};
   if (event.kind == JobEvent::Kind::kHeartbeat) {
     if (beat_out_) {
-      round_trip_ = std::max(std::chrono::microseconds(1), std::chrono::duration_cast<std::chrono::microseconds>(
-                                                               *last_answer_ - *beat_out_));
+      round_trip_ =
+          std::max(std::chrono::microseconds(1),
+                   std::chrono::duration_cast<std::chrono::microseconds>(*last_answer_ - *beat_out_));
       beat_out_.reset();
     }
     return;

@@ -71,8 +71,9 @@ void PrometheusText::Family(std::string_view name, std::string_view type, std::s
 
 void PrometheusText::Sample(const MetricLabels& labels, double value) { Line("", labels, value); }
 
-void PrometheusText::Histogram(const MetricLabels& labels, const std::vector<std::pair<double, uint64_t>>& buckets,
-                               double sum, uint64_t count) {
+void PrometheusText::Histogram(const MetricLabels& labels,
+                               const std::vector<std::pair<double, uint64_t>>& buckets, double sum,
+                               uint64_t count) {
   MetricLabels with_le = labels;
   with_le.emplace_back("le", "");
   for (const auto& [bound, at_most] : buckets) {

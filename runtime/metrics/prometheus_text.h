@@ -18,9 +18,9 @@ using MetricLabels = std::vector<std::pair<std::string, std::string>>;
 
 class PrometheusText {
  public:
-  // Starts a family: `type` is counter, gauge, histogram or untyped. A name or label that breaks the format's rules
-  // (names [a-zA-Z_][a-zA-Z0-9_]*, no leading "__" in labels, never `job` or `instance`, which Prometheus
-  // owns) throws std::invalid_argument: a programming error, never a user's.
+  // Starts a family: `type` is counter, gauge, histogram or untyped. A name or label that breaks the format's
+  // rules (names [a-zA-Z_][a-zA-Z0-9_]*, no leading "__" in labels, never `job` or `instance`, which
+  // Prometheus owns) throws std::invalid_argument: a programming error, never a user's.
   void Family(std::string_view name, std::string_view type, std::string_view help);
   // A sample of the current family.
   void Sample(const MetricLabels& labels, double value);

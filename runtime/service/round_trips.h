@@ -14,7 +14,7 @@ class RoundTrips {
  public:
   // Upper bounds of the buckets, in seconds (1-2-5 steps from 0.1 ms to 10 s); +Inf after them.
   static constexpr std::array<double, 16> kBounds = {0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
-                                                     0.05,   0.1,    0.2,    0.5,   1,     2,     5,     10};
+                                                     0.05,   0.1,    0.2,    0.5,   1,     2,     5,    10};
 
   void Add(std::chrono::microseconds round_trip) {
     const double s = static_cast<double>(round_trip.count()) / 1e6;

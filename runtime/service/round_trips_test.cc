@@ -9,10 +9,10 @@ using std::chrono::microseconds;
 
 TEST(RoundTrips, CountsEachRoundTripInTheFirstBucketThatHoldsIt) {
   RoundTrips r;
-  r.Add(microseconds(50));      // <= 0.1 ms
-  r.Add(microseconds(100));     // <= 0.1 ms: a bound holds what equals it
-  r.Add(microseconds(101));     // <= 0.2 ms
-  r.Add(microseconds(300'000)); // <= 0.5 s
+  r.Add(microseconds(50));          // <= 0.1 ms
+  r.Add(microseconds(100));         // <= 0.1 ms: a bound holds what equals it
+  r.Add(microseconds(101));         // <= 0.2 ms
+  r.Add(microseconds(300'000));     // <= 0.5 s
   r.Add(microseconds(60'000'000));  // above 10 s: +Inf only
   EXPECT_EQ(r.count(), 5u);
   EXPECT_EQ(r.AtMost(0), 2u);

@@ -242,7 +242,8 @@ const char* JobStateName(JobState state);
 // round_trip_us).
 struct LinkNews {
   std::chrono::milliseconds unanswered{};  // how long this node has heard nothing from the coordinator
-  std::chrono::microseconds round_trip{};  // its previous heartbeat's answer came this long after it (0: none)
+  std::chrono::microseconds
+      round_trip{};  // its previous heartbeat's answer came this long after it (0: none)
 };
 
 // One node's heartbeat round trips (node 0's view).

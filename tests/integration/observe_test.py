@@ -207,8 +207,10 @@ class SlowRank(ObserveCase):
             status_text = f.read()
         self.assertIn("straggler scores", status_text)
         self.assertRegex(status_text, r"(?m)^\s+2 \S+\s+0\.\d\d  fwd \([\d.]+ s\)  STRAGGLER$")
+        # The others' scores are shown and none is marked (their exact value follows the machine's load:
+        # a healthy rank scored 0.77 with two suites building and running beside it).
         for rank in (0, 1, 3):
-            self.assertRegex(status_text, r"(?m)^\s+%d \S+\s+(0\.9\d|1\.00)  fwd" % rank)
+            self.assertRegex(status_text, r"(?m)^\s+%d \S+\s+[01]\.\d\d  fwd \([\d.]+ s\)$" % rank)
 
         # A real Prometheus scrapes it: the target is up and rank 2's score is below the threshold there too.
         def scraped():
