@@ -263,6 +263,7 @@ void Supervisor::MakeSpec(size_t slot, SpawnSpec& spec, bool clear_error_file) {
   w.plan = plan_.workers[slot];
   output_.StartWorker(slot, w.plan.process_id, w.plan.local_rank);
   if (clear_error_file) error_files_->Clear(w.plan.process_id);
+  worker_watch_->Starting(slot);
   spec.argv = options_.command;
   spec.env = WorkerEnvironment(slot, w.plan);
   spec.inherit_stdin = w.plan.process_id == 0;

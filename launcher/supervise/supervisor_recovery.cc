@@ -155,6 +155,7 @@ void Supervisor::HandOutWorld(const Plan& plan) {
       if (worker.started && !worker.child.reaped()) {
         output_.Relabel(i, p.process_id, p.local_rank);
         if (renumbered) {
+          worker_watch_->Starting(i);  // its steps count anew under its new rank
           worker_watch_->Started(i, p.process_id, worker.child.pid(),
                                  fmt::format("{}", fmt::join(p.device_tokens, ",")), now);
         }

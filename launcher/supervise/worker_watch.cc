@@ -114,8 +114,11 @@ void WorkerWatch::AddVariables(size_t slot, Variables& vars) const {
 void WorkerWatch::Started(size_t slot, int rank, pid_t pid, std::string gpu, Clock::time_point now) {
   if (slot >= workers_.size()) return;
   workers_[slot] = Worker{true, rank, pid, std::move(gpu)};
-  if (board_) board_->Clear(static_cast<int>(slot));
   tracker_.Started(slot, rank, pid, now);
+}
+
+void WorkerWatch::Starting(size_t slot) {
+  if (board_ && slot < workers_.size()) board_->Clear(static_cast<int>(slot));
 }
 
 void WorkerWatch::Exited(size_t slot) {

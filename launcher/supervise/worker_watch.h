@@ -50,6 +50,9 @@ class WorkerWatch {
   // The variables worker `slot` gets: its progress slot, distrun's Python site (PYTHONPATH is extended)
   // and the stack hooks.
   void AddVariables(size_t slot, Variables& vars) const;
+  // Empties the slot's progress before its worker is spawned: a worker may report before the supervisor
+  // adopts it (Started), and those reports must stay.
+  void Starting(size_t slot);
   void Started(size_t slot, int rank, pid_t pid, std::string gpu, Clock::time_point now);
   void Exited(size_t slot);
   void Output(size_t slot, Clock::time_point now);
