@@ -233,7 +233,10 @@ Parse DecodeChunked(std::string_view data, std::string& body) {
   size_t pos = 0;
   while (true) {
     size_t eol = data.find("\r\n", pos);
+    // A size line (with its extensions) of at most 1 KiB: the same limit whether its end has come or not,
+    // so that an answer refused as it arrives is refused whole as well.
     if (eol == std::string_view::npos) return data.size() - pos > 1024 ? Parse::kBad : Parse::kIncomplete;
+    if (eol - pos > 1024) return Parse::kBad;
     std::string_view size_line = data.substr(pos, eol - pos);
     size_t semicolon = size_line.find(';');  // chunk extensions are ignored
     std::string_view size_text = TrimSpace(size_line.substr(0, semicolon));

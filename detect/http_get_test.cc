@@ -130,6 +130,20 @@ TEST(HttpGetBlocking, TruncatedChunkedBodyIsNullopt) {
   EXPECT_FALSE(HttpGetBlocking(Get(server, "/")).has_value());
 }
 
+TEST(ParseHttpAnswer, AChunkSizeLineOverOneKibIsRefusedWholeAsAsItArrives) {
+  // Found by the fuzzer: a size line whose extension ran past 1 KiB was refused while it arrived (no line
+  // end yet) but taken once its line end came.
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string line = "5;" + std::string(1100, 'x') + "\r\nhello\r\n0\r\n\r\n";
+  HttpResponse r;
+  EXPECT_EQ(ParseHttpAnswer(head + line.substr(0, 1050), /*closed=*/false, &r), HttpAnswer::kBad);
+  EXPECT_EQ(ParseHttpAnswer(head + line, /*closed=*/true, &r), HttpAnswer::kBad);
+  // Extensions within the limit are ignored, as before.
+  EXPECT_EQ(ParseHttpAnswer(head + "5;name=value\r\nhello\r\n0\r\n\r\n", /*closed=*/true, &r),
+            HttpAnswer::kComplete);
+  EXPECT_EQ(r.body, "hello");
+}
+
 TEST(HttpGetBlocking, MalformedResponsesAreNullopt) {
   for (const char* raw : {"garbage\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz",
