@@ -14,7 +14,8 @@ TEST(ParseCount, AcceptsDecimal) {
 }
 
 TEST(ParseCount, RejectsEverythingElse) {
-  for (const char* bad : {"", "-1", "+1", " 3", "3 ", "3x", "1e3", "0x10", "2147483648", "99999999999999999999"}) {
+  for (const char* bad :
+       {"", "-1", "+1", " 3", "3 ", "3x", "1e3", "0x10", "2147483648", "99999999999999999999"}) {
     EXPECT_THROW(ParseCount("SLURM_PROCID", bad), UsageError) << bad;
   }
 }
