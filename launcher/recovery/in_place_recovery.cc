@@ -27,6 +27,7 @@ void InPlaceRecovery::Started(size_t slot, pid_t pid, int rank, Clock::time_poin
   s.pid = pid;
   s.rank = rank;
   s.after_handout = generation_ >= 0;
+  s.seatless = generation_ >= 0 && worlds_.empty();
   JoinIfReady(now);
 }
 
@@ -85,7 +86,8 @@ void InPlaceRecovery::Change(int generation, Clock::time_point now) {
   watching_ = false;
   last_ = NodeRecovery{};
   last_.generation = generation;
-  last_.notified_ms = 0;  // the notices go out now (or the workers that cannot take them start again)
+  last_.notified_ms = 0;    // the notices go out now (or the workers that cannot take them start again)
+  hello_deadline_.reset();  // the next handout sets it again
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     if (!s.running) continue;
@@ -95,7 +97,9 @@ void InPlaceRecovery::Change(int generation, Clock::time_point now) {
       actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
                               ") closed its connection to distrun, so it cannot take generation " +
                               std::to_string(generation) + "'s world in place: started again");
-    } else if (!s.spoke && !s.after_handout) {
+    } else if (!s.spoke && !s.after_handout && !s.seatless) {
+      // It runs the world's ranks without distrun.torch. A spare's silent worker is not taken for one: it is
+      // most likely still importing, and a restart would throw that away (RestartSilentSpares).
       actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
                               ") never spoke to distrun's worker channel (it does not call "
                               "distrun.torch.init_process_group()), so it cannot take generation " +
@@ -117,6 +121,7 @@ void InPlaceRecovery::JoinIfReady(Clock::time_point now) {
 }
 
 void InPlaceRecovery::Tick(Clock::time_point now) {
+  RestartSilentSpares(now);
   if (!pending_ || joining_ || now < deadline_) return;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
@@ -130,9 +135,26 @@ void InPlaceRecovery::Tick(Clock::time_point now) {
   JoinIfReady(now);
 }
 
+void InPlaceRecovery::RestartSilentSpares(Clock::time_point now) {
+  if (!hello_deadline_ || pending_ || now < *hello_deadline_) return;
+  hello_deadline_.reset();
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (!s.running || !s.seatless || s.spoke || s.world >= 0) continue;
+    actions_.Restart(i, "rank " + std::to_string(s.rank) + " (pid " + std::to_string(s.pid) +
+                            ") never spoke to distrun's worker channel within " + FormatSeconds(timeout_) +
+                            " (--recovery-timeout) of generation " + std::to_string(generation_) +
+                            "'s world (it does not call distrun.torch.init_process_group(), or its start is "
+                            "stuck): started again");
+    // The new process runs with this world's variables already: it takes the world on hello.
+    slots_[i].after_handout = false;
+  }
+}
+
 std::optional<InPlaceRecovery::Clock::time_point> InPlaceRecovery::NextDeadline() const {
-  if (!pending_ || joining_) return std::nullopt;
-  return deadline_;
+  if (pending_ && !joining_) return deadline_;
+  if (!pending_ && hello_deadline_) return hello_deadline_;
+  return std::nullopt;
 }
 
 void InPlaceRecovery::Handout(int generation, std::vector<WorldMessage> worlds, Clock::time_point now) {
@@ -140,6 +162,7 @@ void InPlaceRecovery::Handout(int generation, std::vector<WorldMessage> worlds, 
   pending_.reset();
   joining_ = false;
   handed_at_ = now;
+  hello_deadline_.reset();
   worlds_ = std::move(worlds);
   if (!reported_ && last_.generation == generation) {
     last_.world_ms = Ms(now - noticed_);
@@ -152,6 +175,8 @@ void InPlaceRecovery::Handout(int generation, std::vector<WorldMessage> worlds, 
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& s = slots_[i];
     s.after_handout = false;
+    if (worlds_.empty() && s.running && s.world < 0) s.seatless = true;
+    if (s.running && s.seatless && !s.spoke && i < worlds_.size()) hello_deadline_ = now + timeout_;
     if (i < worlds_.size()) worlds_[i].is_new = s.world < 0;
     if (s.running && s.connected && i < worlds_.size()) SendWorld(i);
   }

@@ -59,7 +59,8 @@ class InPlaceRecovery {
   // `generation`'s world, one message per slot (is_new is set here), sent now to the workers that are
   // connected and on `hello` to the others. Empty: this node is a spare and its workers wait.
   void Handout(int generation, std::vector<WorldMessage> worlds, Clock::time_point now);
-  // Deadlines: a worker that did not say ready in time is started again.
+  // Deadlines: a worker that did not say ready in time, or a spare's that did not say hello within the
+  // timeout of the world that seated it, is started again.
   void Tick(Clock::time_point now);
   std::optional<Clock::time_point> NextDeadline() const;
 
@@ -93,11 +94,16 @@ class InPlaceRecovery {
     int ready_for = -1;          // the newest generation it said it is ready for
     int up = -1;                 // the newest generation whose group it said is formed
     bool after_handout = false;  // started after the last world was handed out: still starting, not mute
+    // Started while the node held no seat (a warm spare's worker): until it speaks it is taken to be still
+    // importing, not mute, and gets its world on hello.
+    bool seatless = false;
   };
 
   // Whether `slot` lets the node join `generation`: ready for it, new, or gone.
   bool Settled(const Slot& slot, int generation) const;
   void JoinIfReady(Clock::time_point now);
+  // Starts again the seated spare's workers that stayed silent past the hello deadline.
+  void RestartSilentSpares(Clock::time_point now);
   void SendWorld(size_t slot);
   // The recovery's log line, once every handed-out worker said its group is up.
   void ReportIfUp(Clock::time_point now);
@@ -112,6 +118,8 @@ class InPlaceRecovery {
   std::optional<int> pending_;
   bool joining_ = false;
   Clock::time_point deadline_{};
+  // A seated spare's workers that have not spoken yet must by then.
+  std::optional<Clock::time_point> hello_deadline_;
   // The phases of the change being formed or just handed out, for its log line.
   Clock::time_point noticed_{}, ready_at_{}, handed_at_{};
   bool reported_ = true;

@@ -205,6 +205,57 @@ TEST_F(InPlaceRecoveryTest, ASparesWorkersWaitUntilAWorldSeatsThem) {
                                                        "send 2 world 1 new 1"}));
 }
 
+TEST_F(InPlaceRecoveryTest, ASparesSilentWorkerKeepsImportingThroughTheChangeThatSeatsIt) {
+  recovery_.Handout(0, {}, now_);
+  Hello(0);
+  Hello(1);  // slot 2 is still importing torch when the spare is called on
+  actions_.Take();
+  recovery_.Change(1, now_);
+  EXPECT_EQ(actions_.Take(), std::vector<std::string>{"join 1 fresh 0-2"});
+  recovery_.Handout(1, Worlds(1, 3), now_);
+  EXPECT_EQ(actions_.Take(), (std::vector<std::string>{"send 0 world 1 new 1", "send 1 world 1 new 1"}));
+  EXPECT_EQ(recovery_.NextDeadline(), now_ + 2000ms);
+  recovery_.Tick(now_ + 1999ms);
+  Hello(2);  // its imports done: the world it was seated in
+  EXPECT_EQ(actions_.Take(), std::vector<std::string>{"send 2 world 1 new 1"});
+  recovery_.Tick(now_ + 2001ms);
+  EXPECT_TRUE(actions_.Take().empty());
+  EXPECT_FALSE(recovery_.NextDeadline());
+}
+
+TEST_F(InPlaceRecoveryTest, ASeatedSparesWorkerThatNeverSpeaksIsStartedAgainAfterTheTimeout) {
+  recovery_.Handout(0, {}, now_);
+  Hello(0);
+  Hello(1);
+  recovery_.Change(1, now_);
+  recovery_.Handout(1, Worlds(1, 3), now_);
+  actions_.Take();
+  recovery_.Tick(now_ + 1999ms);
+  EXPECT_TRUE(actions_.Take().empty());
+  actions_.now = now_ + 2000ms;
+  recovery_.Tick(now_ + 2000ms);
+  EXPECT_EQ(actions_.Take(), std::vector<std::string>{"restart 2"});
+  EXPECT_NE(actions_.reasons.at(0).find("never spoke to distrun's worker channel within 2s"),
+            std::string::npos)
+      << actions_.reasons.at(0);
+  EXPECT_FALSE(recovery_.NextDeadline());
+  Hello(2);  // the new process already runs with the world's variables, and takes the world itself
+  EXPECT_EQ(actions_.Take(), std::vector<std::string>{"send 2 world 1 new 1"});
+}
+
+TEST_F(InPlaceRecoveryTest, ASpareStillSilentAtALaterChangeWaitsForTheNextHandout) {
+  recovery_.Handout(0, {}, now_);
+  Hello(0);
+  Hello(1);
+  recovery_.Change(1, now_);
+  recovery_.Handout(1, Worlds(1, 3), now_);
+  Hello(0);  // connected already: no second world
+  actions_.Take();
+  recovery_.Change(2, now_ + 500ms);  // before slot 2's hello deadline: no restart, the deadline moves
+  EXPECT_EQ(actions_.Take(), (std::vector<std::string>{"send 0 changed 2", "send 1 changed 2"}));
+  EXPECT_EQ(recovery_.NextDeadline(), now_ + 2500ms);  // the change's own
+}
+
 TEST_F(InPlaceRecoveryTest, AWorkerMessageOfTheWrongKindIsRefused) {
   Running();
   EXPECT_THROW(recovery_.OnMessage(0, GenerationMessage("world", 1), now_), WorkerMessageError);

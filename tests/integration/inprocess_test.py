@@ -14,6 +14,7 @@ import unittest
 import urllib.request
 
 import cdp
+from distrun_harness import DISTRUN
 from launch_helpers import wait_for
 from multi_node import MultiNodeCase, free_port
 from python_workers import LIBRARY, ROOT, cache_value, module_env, python_command
@@ -145,6 +146,25 @@ class InProcess(MultiNodeCase):
         self.assertTrue(joined and all(r["new"] == 1 for r in joined), "rank 1 is the spare's new process")
         self.assertEqual(max(r["step"] for r in log.rows), 60)
         self.assertIn("recovered in place", results[0][2])
+
+    def test_a_spares_worker_still_starting_takes_the_seat_without_a_restart(self):
+        # The spare's worker has not spoken to its distrun when node 1 is lost (as one still importing torch):
+        # it is not started again, and takes rank 1 with its first process when it says hello.
+        nodes = self.start([1, 1, 1], "--nnodes", "2:3", "--elastic-policy", "spares", "--recovery-timeout", "60",
+                           env={"SLOW_SPARE_NODE": "2", "DISTRUN": DISTRUN})
+        self.steps_done(6)
+        survivor = self.log().pids(0, 0)
+        nodes[1].kill()
+        results = self.finish([nodes[0], nodes[2]], timeout=120)
+        self.assertEqual([r[0] for r in results], [0, 0], [r[2] for r in results])
+        log = self.log()
+        log.check_consistent(self)
+        self.assertEqual(log.pids(1, 0), survivor, "rank 0 kept its process")
+        with open(self.path("starts")) as f:
+            starts = [int(pid) for pid in f.read().split()]
+        self.assertEqual(len(starts), 1, "the spare's worker was started once: " + results[1][2])
+        self.assertEqual(log.pids(1, 1), set(starts))
+        self.assertNotIn("never spoke", results[1][2])
 
     def test_a_failed_worker_starts_again_alone(self):
         nodes = self.start([2, 1], "--max-restarts", "2", env={"FAIL_AT": "1:5"})

@@ -8,9 +8,13 @@ from world.source, so no step is lost beyond the one in flight.
 Variables: STEPS (the last step), STEP_SECONDS (a pause after each step, for the test to act in), BACKEND
 (gloo, the default, or nccl: the state on this worker's first GPU; bench/gpu_inprocess_nccl.py), and
 faults, each "RANK:STEP" in generation 0: FAIL_AT (exit 3), HANG_AT (never call recover: sleep forever
-after the next failure), FREEZE_AT (SIGSTOP this process)."""
+after the next failure), FREEZE_AT (SIGSTOP this process). SLOW_SPARE_NODE=N: the worker of node N (a spare)
+is still starting when the job's first change comes: it appends its pid to $OUT/starts and waits until
+`$DISTRUN status` shows epoch 1 before it calls init_process_group()."""
 import os
+import re
 import signal
+import subprocess
 import sys
 import time
 
@@ -51,8 +55,23 @@ def sync(world, state, step):
     return state, int(box.item())
 
 
+
+
+def start_slowly():
+    with open(os.path.join(OUT, "starts"), "a") as f:
+        f.write(f"{os.getpid()}\n")
+    while True:
+        r = subprocess.run([os.environ["DISTRUN"], "status"], capture_output=True, text=True)
+        if re.search(r"(?m)^job \S+, epoch [1-9]", r.stdout):
+            break
+        time.sleep(0.2)
+    time.sleep(0.5)  # the change has reached every node by now, the spare's included
+
+
 if BACKEND == "nccl":
     torch.cuda.set_device(DEVICE)
+if "SLOW_SPARE_NODE" in os.environ and os.environ["SLOW_SPARE_NODE"] == os.environ.get("NODE"):
+    start_slowly()
 world = dt.init_process_group(BACKEND)
 state = torch.zeros(1000, device=DEVICE)
 step = 0
