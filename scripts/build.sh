@@ -2,7 +2,9 @@
 # Configures and builds one flavour of distrun: release (default), asan (ASan+UBSan) or fuzz (clang-14);
 # or `wheel`: the release build's programs for the wheel (cmake/wheel.cmake: for glibc 2.28 and later) packed
 # as dist/distrun-VERSION-py3-none-manylinux_2_28_x86_64.whl (scripts/make_wheel.py; pip install dist/*.whl).
-#   scripts/build.sh [release|asan|fuzz|wheel] [BUILD_DIR]
+#   scripts/build.sh [release|asan|fuzz|wheel] [BUILD_DIR [TARGET...]]
+# With TARGETs only those are built (scripts/demo.sh: `distrun`, which brings its sentinel and runtime module,
+# and none of the tests or benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
@@ -12,6 +14,7 @@ if [[ $flavour == wheel ]]; then
   exec /usr/bin/python3 scripts/make_wheel.py "$dir" dist
 fi
 dir=${2:-build/$flavour}
+targets=("${@:3}")
 jobs=${DISTRUN_BUILD_JOBS:-$(nproc)}
 case "$flavour" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
@@ -29,4 +32,4 @@ esac
 launcher=$(command -v ccache || true)
 args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher")
 cmake -S . -B "$dir" -G Ninja "${args[@]}" >/dev/null
-ninja -C "$dir" -j "$jobs"
+ninja -C "$dir" -j "$jobs" "${targets[@]}"

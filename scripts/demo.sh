@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --demo
-scripts/build.sh release
+# distrun alone (with its sentinel and runtime module): the tests and benchmarks are scripts/test.sh's.
+scripts/build.sh release build/release distrun
 echo "== distrun --detect (what distrun infers on this machine) =="
 build/release/distrun --detect
 echo "== a real launch: 4 PyTorch workers all-reduce over gloo =="
