@@ -11,10 +11,13 @@ elif [[ $# -gt 0 ]]; then
   exit 2
 fi
 
+# The release build (GoogleTest: its configure step looks for it).
 build_pkgs=(build-essential cmake ninja-build pkg-config
   libcli11-dev libyaml-cpp-dev libspdlog-dev libfmt-dev
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
-  libgtest-dev libgmock-dev clang-14 libclang-rt-14-dev clang-format dpkg-dev file)
+  libgtest-dev libgmock-dev)
+# The fuzz build (clang-14, libFuzzer), the format check, the .deb and the wheel's checks.
+tool_pkgs=(clang-14 libclang-rt-14-dev clang-format dpkg-dev file)
 test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
   python3 python3-yaml python3-mpi4py python3-torch python3-venv python3-pip python3-wheel
   iproute2 nftables procps util-linux groff man-db gdb debootstrap
@@ -23,7 +26,7 @@ test_pkgs=(slurm-wlm slurm-client munge openmpi-bin libopenmpi-dev mpich
 
 # The main job (scripts/demo.sh): PyTorch's workers.
 demo_pkgs=(python3 python3-torch)
-wanted=("${build_pkgs[@]}" "${test_pkgs[@]}")
+wanted=("${build_pkgs[@]}" "${tool_pkgs[@]}" "${test_pkgs[@]}")
 [[ -n $demo ]] && wanted=("${build_pkgs[@]}" "${demo_pkgs[@]}")
 
 missing=()
