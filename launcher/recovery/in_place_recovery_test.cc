@@ -66,6 +66,15 @@ class InPlaceRecoveryTest : public ::testing::Test {
     actions_.connected.insert(slot);
     recovery_.OnMessage(slot, ToMessage(HelloMessage{1, 100 + static_cast<int64_t>(slot), -1}), now_);
   }
+  // This node is a spare whose slots 0 and 1 said hello and whose slot 2 stays silent (still importing);
+  // generation 1 seats it.
+  void SeatSpareWithSlot2Silent() {
+    recovery_.Handout(0, {}, now_);
+    Hello(0);
+    Hello(1);
+    recovery_.Change(1, now_);
+    recovery_.Handout(1, Worlds(1, 3), now_);
+  }
   // Every worker says hello and holds generation 0's world.
   void Running() {
     recovery_.Handout(0, Worlds(0, 3), now_);
@@ -224,11 +233,7 @@ TEST_F(InPlaceRecoveryTest, ASparesSilentWorkerKeepsImportingThroughTheChangeTha
 }
 
 TEST_F(InPlaceRecoveryTest, ASeatedSparesWorkerThatNeverSpeaksIsStartedAgainAfterTheTimeout) {
-  recovery_.Handout(0, {}, now_);
-  Hello(0);
-  Hello(1);
-  recovery_.Change(1, now_);
-  recovery_.Handout(1, Worlds(1, 3), now_);
+  SeatSpareWithSlot2Silent();
   actions_.Take();
   recovery_.Tick(now_ + 1999ms);
   EXPECT_TRUE(actions_.Take().empty());
@@ -244,11 +249,7 @@ TEST_F(InPlaceRecoveryTest, ASeatedSparesWorkerThatNeverSpeaksIsStartedAgainAfte
 }
 
 TEST_F(InPlaceRecoveryTest, ASpareStillSilentAtALaterChangeWaitsForTheNextHandout) {
-  recovery_.Handout(0, {}, now_);
-  Hello(0);
-  Hello(1);
-  recovery_.Change(1, now_);
-  recovery_.Handout(1, Worlds(1, 3), now_);
+  SeatSpareWithSlot2Silent();
   Hello(0);  // connected already: no second world
   actions_.Take();
   recovery_.Change(2, now_ + 500ms);  // before slot 2's hello deadline: no restart, the deadline moves
